@@ -1,0 +1,39 @@
+"""gpudiv: declarative static divergence analysis for GPU code.
+
+Typical use::
+
+    import gpudiv
+    result = gpudiv.analyze("samples/musimd/sumTriangle.musimd")
+    for var in result.kernel("sumTriangle").variables:
+        print(var.name, var.klass)
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["FileAnalysis", "analyze", "analyze_corpus", "analyze_text", "check",
+           "export_facts", "load", "solve_rules", "__version__"]
+
+# Public name → (module, attribute), imported on first use.
+_LAZY = {
+    "FileAnalysis": ("gpudiv.api", "FileAnalysis"),
+    "analyze": ("gpudiv.api", "analyze"),
+    "analyze_text": ("gpudiv.api", "analyze_text"),
+    "check": ("gpudiv.api", "check"),
+    "analyze_corpus": ("gpudiv.corpus", "analyze_paths"),
+    "export_facts": ("gpudiv.export", "export"),
+    "solve_rules": ("gpudiv.experiment", "run_rules"),
+}
+
+# `load` is imported eagerly: the name must be the function even after something imports
+# the submodule `gpudiv.load` (the import system would otherwise bind the module here).
+from gpudiv.load import load  # noqa: E402
+
+
+def __getattr__(name: str):
+    """Import the API lazily so that `import gpudiv.<stage>` stays cheap."""
+    if name in _LAZY:
+        import importlib
+
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(module), attribute)
+    raise AttributeError(f"module 'gpudiv' has no attribute {name!r}")

@@ -1,0 +1,104 @@
+"""Divergence analysis with affine constraints, degree 1 (Sampaio 2013 §3.5, Fig 3.8).
+
+Rules: rules/cfg.lp (join points of branches) and rules/affine.lp (the coefficients of
+a1·tid + a0 for every SSA variable, classes, divergent branches, reasons). The degree-2
+variant (`gpudiv.analyses.affine2`) adds rules/affine2.lp. This module only builds the
+facts, chooses the options, solves, and turns atoms into typed results; the equations
+are in the rule file (and, for the tests, in `affine_reference.py`).
+
+Options switch off the completions the seed leaves open (all on by default; see
+rules/affine.lp): `sub_linear`, `cmp_difference`, `shl_linear`, `neg_linear`, `fold`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gpudiv import ir
+from gpudiv.analyses.results import (
+    KernelResult,
+    VariableResult,
+    branch_results,
+    undefined_variable_warnings,
+)
+from gpudiv.analyses.simple import (
+    HIDDEN_KINDS,
+    _gates,
+    first_reasons,
+    joins_by_block,
+    prepare,
+    timed_facts,
+)
+from gpudiv.solve import SolveResult, shipped_rule, solve
+
+RULE_FILES = ("cfg.lp", "affine.lp")
+DEGREE_RULES = {1: (), 2: ("affine2.lp",)}
+OPTIONS = ("sub_linear", "cmp_difference", "shl_linear", "neg_linear", "fold")
+
+Coefficients = tuple[int | None, int | None, int | None]
+
+
+def option_facts(options: Mapping[str, bool] | None) -> str:
+    """`affine_off(F).` for every option switched off; ValueError for unknown names."""
+    options = options or {}
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown affine option '{unknown[0]}' (known: {', '.join(OPTIONS)})")
+    return "".join(f"affine_off({name}).\n" for name in OPTIONS if not options.get(name, True))
+
+
+def solve_affine(facts: str, degree: int = 1, options: Mapping[str, bool] | None = None,
+                 extra_rules: tuple[str, ...] = ()) -> SolveResult:
+    """Solve a kernel's facts with the affine rules of the given degree (1 or 2)."""
+    if degree not in DEGREE_RULES:
+        raise ValueError(f"unsupported degree {degree} (1 or 2)")
+    files = [shipped_rule(f) for f in RULE_FILES + DEGREE_RULES[degree]] + list(extra_rules)
+    return solve(files, facts, extra=option_facts(options))
+
+
+def coefficients(solved: SolveResult, degree: int) -> dict[str, Coefficients]:
+    """(tid², tid, const) of every SSA variable, None for ⊥ (degree 1: tid² is 0 when the
+    tid coefficient is known, ⊥ otherwise)."""
+    known: dict[str, dict[int, int | None]] = {}
+    for var, power, value in solved.relation("affine_coef"):
+        known.setdefault(var, {})[power] = value
+    for var, power in solved.relation("affine_bot"):
+        known.setdefault(var, {})[power] = None
+    values: dict[str, Coefficients] = {}
+    for var, coef in known.items():
+        tid2 = coef.get(2) if degree >= 2 else (0 if coef.get(1) is not None else None)
+        values[var] = (tid2, coef.get(1), coef.get(0))
+    return values
+
+
+def analyze_kernel(kernel: ir.Kernel, name: str = "affine", degree: int = 1,
+                   options: Mapping[str, bool] | None = None,
+                   extra_rules: tuple[str, ...] = ()) -> KernelResult:
+    """Run the affine divergence analysis of the given degree on one kernel."""
+    ssa, ssa_ms = prepare(kernel)
+    facts, facts_ms = timed_facts(ssa)
+    solved = solve_affine(facts, degree, options, extra_rules)
+    values = coefficients(solved, degree)
+    classes = dict(solved.relation("affine_class"))
+    constants = dict(solved.relation("affine_constant"))
+    reasons = first_reasons(solved.relation("affine_reason"))
+    joins = joins_by_block(solved)
+    variables = []
+    for var in ssa.variables.values():
+        if var.kind in HIDDEN_KINDS:
+            continue
+        variables.append(VariableResult(
+            var.name, var.source, var.loc.line, classes[var.name], var.kind,
+            constants.get(var.name), reasons.get(var.name), _gates(var, joins),
+            values[var.name]))
+    branches = branch_results(ssa, solved.unary("affine_divergent_branch"))
+    warnings = undefined_variable_warnings(ssa)
+    relations = dict(solved.atoms)
+    # The generic names that reports and findings read (reason/3, as divergence.lp).
+    relations["reason"] = list(relations.get("affine_reason", []))
+    relations["divergent_loop_exit"] = list(relations.get("affine_divergent_loop_exit", []))
+    return KernelResult(
+        kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
+        ssa, {"ssa": ssa_ms, "facts": facts_ms, "ground": solved.ground_ms,
+              "solve": solved.solve_ms},
+        {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings, relations)

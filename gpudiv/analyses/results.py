@@ -1,0 +1,111 @@
+"""Typed results of a divergence analysis of one kernel (what reports and the oracle read)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpudiv import ir
+from gpudiv.ssa import SSAForm
+
+CLASSES = ("constant", "uniform", "constaffine", "affine", "divergent")
+
+
+@dataclass
+class VariableResult:
+    """The class of one SSA variable and where it comes from."""
+
+    name: str
+    source: str
+    line: int
+    klass: str
+    kind: str
+    value: int | None = None
+    reason: tuple[str, str] | None = None
+    gated_by: list[str] = field(default_factory=list)
+    # Affine analyses: the coefficients (tid², tid, const) of the value, None for ⊥.
+    affine: tuple[int | None, int | None, int | None] | None = None
+
+    @property
+    def uniform(self) -> bool:
+        """Whether the analysis claims one value across the active lanes at every use."""
+        return self.klass in ("constant", "uniform")
+
+    @property
+    def affine_text(self) -> str:
+        """The affine value as `a2·tid² + a1·tid + a0` with ⊥ for unknown coefficients."""
+        if self.affine is None:
+            return ""
+        a2, a1, a0 = ("⊥" if c is None else str(c) for c in self.affine)
+        return f"{a2}·tid² + {a1}·tid + {a0}"
+
+
+@dataclass
+class BranchResult:
+    """A conditional branch and whether it may split a warp."""
+
+    label: str
+    line: int
+    column: int
+    divergent: bool
+    condition: str | None
+    instruction: int
+    target: str | None = None
+    # (file, line, column) of the CUDA source the branch comes from (a PTX `.loc`)
+    origin: tuple | None = None
+
+
+@dataclass
+class KernelResult:
+    """Everything one analysis says about one kernel, plus timings and solver statistics."""
+
+    name: str
+    analysis: str
+    instructions: int
+    blocks: int
+    variables: list[VariableResult]
+    branches: list[BranchResult]
+    ssa: SSAForm
+    timing_ms: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+    warnings: list[tuple[str, ir.Loc]] = field(default_factory=list)
+    relations: dict[str, list[tuple]] = field(default_factory=dict)
+
+    def variable(self, name: str) -> VariableResult:
+        """The result for one SSA variable."""
+        for var in self.variables:
+            if var.name == name:
+                return var
+        raise KeyError(name)
+
+    def by_source(self, source: str) -> list[VariableResult]:
+        """All SSA variables of one source variable, in definition order."""
+        return [v for v in self.variables if v.source == source]
+
+    @property
+    def summary(self) -> dict[str, int]:
+        """Counts for reports: variables by class, branches, divergent branches."""
+        count = {klass: sum(1 for v in self.variables if v.klass == klass) for klass in CLASSES}
+        return {
+            "variables": len(self.variables),
+            "uniform": count["constant"] + count["uniform"],
+            "constant": count["constant"],
+            "affine": count["constaffine"] + count["affine"],
+            "divergent": count["divergent"],
+            "branches": len(self.branches),
+            "divergent_branches": sum(1 for b in self.branches if b.divergent),
+        }
+
+
+def undefined_variable_warnings(ssa: SSAForm) -> list[tuple[str, ir.Loc]]:
+    """One warning per variable read before any definition, at its first such read."""
+    return [(f"variable '{source}' may be read before it is defined (treated as divergent)",
+             loc) for source, loc in ssa.undefined]
+
+
+def branch_results(ssa: SSAForm, divergent_blocks: set[str]) -> list[BranchResult]:
+    """The conditional branches of a kernel, divergent where their block is listed."""
+    instructions = ssa.cfg.kernel.instructions()
+    return [BranchResult(b.block, b.loc.line, b.loc.column, b.block in divergent_blocks,
+                         b.condition, b.instruction, instructions[b.instruction].target,
+                         instructions[b.instruction].attrs.get("origin"))
+            for b in ssa.branches]

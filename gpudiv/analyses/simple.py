@@ -1,0 +1,101 @@
+"""Simple divergence analysis (Sampaio 2013 §3.4, Fig 3.6) as a thin driver.
+
+Rules: rules/cfg.lp (control dependence, regions, join points) and rules/divergence.lp
+(divergent/uniform variables and branches). This module only builds facts, solves, and
+turns atoms into typed results.
+"""
+
+from __future__ import annotations
+
+import time
+
+from gpudiv import ir
+from gpudiv.analyses.results import (
+    KernelResult,
+    VariableResult,
+    branch_results,
+    undefined_variable_warnings,
+)
+from gpudiv.cfg import build_cfg
+from gpudiv.facts import facts_text
+from gpudiv.perf import paused_gc
+from gpudiv.solve import SolveResult, shipped_rule, solve
+from gpudiv.ssa import SSAForm, SSAVar, build_ssa
+
+RULE_FILES = ("cfg.lp", "divergence.lp")
+
+# Variables that are not program variables of the kernel and so are not listed.
+HIDDEN_KINDS = ("special", "undef")
+
+
+def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
+    """CFG and SSA of a kernel, and the milliseconds it took."""
+    start = time.perf_counter()
+    with paused_gc():
+        ssa = build_ssa(build_cfg(kernel))
+    return ssa, (time.perf_counter() - start) * 1000
+
+
+def _gates(var: SSAVar, joins: dict[str, list[str]]) -> list[str]:
+    """What gates a φ/η: the loop of a μ or η, the branch blocks a γ joins."""
+    if var.phi_kind in ("mu", "eta"):
+        return [var.loop]
+    if var.phi_kind == "gamma":
+        return joins.get(var.block, [])
+    return []
+
+
+def timed_facts(ssa: SSAForm) -> tuple[str, float]:
+    """The facts of an SSA form and the milliseconds it took to write them."""
+    start = time.perf_counter()
+    with paused_gc():
+        facts = facts_text(ssa)
+    return facts, (time.perf_counter() - start) * 1000
+
+
+def first_reasons(triples: list[tuple]) -> dict[str, tuple[str, str]]:
+    """One (rule, origin) per variable from reason/3 triples: the first in sorted order."""
+    reasons: dict[str, tuple[str, str]] = {}
+    for var, why, origin in sorted(triples):
+        reasons.setdefault(var, (why, origin))
+    return reasons
+
+
+def joins_by_block(solved: SolveResult) -> dict[str, list[str]]:
+    """For each join block, the branch blocks whose paths meet there (join/2)."""
+    joins: dict[str, list[str]] = {}
+    for branch_block, join_block in sorted(solved.relation("join")):
+        joins.setdefault(join_block, []).append(branch_block)
+    return joins
+
+
+def analyze_kernel(kernel: ir.Kernel, name: str = "simple") -> KernelResult:
+    """Run the simple divergence analysis on one kernel."""
+    ssa, ssa_ms = prepare(kernel)
+    facts, facts_ms = timed_facts(ssa)
+    solved = solve([shipped_rule(f) for f in RULE_FILES], facts)
+    divergent = solved.unary("divergent")
+    constants = {v: k for v, k in solved.relation("constant")}
+    reasons = first_reasons(solved.relation("reason"))
+    joins = joins_by_block(solved)
+    variables = []
+    for var in ssa.variables.values():
+        if var.kind in HIDDEN_KINDS:
+            continue
+        if var.name in divergent:
+            klass = "divergent"
+        elif var.name in constants:
+            klass = "constant"
+        else:
+            klass = "uniform"
+        variables.append(VariableResult(var.name, var.source, var.loc.line, klass, var.kind,
+                                        constants.get(var.name), reasons.get(var.name),
+                                        _gates(var, joins)))
+    branches = branch_results(ssa, solved.unary("divergent_branch"))
+    warnings = undefined_variable_warnings(ssa)
+    return KernelResult(
+        kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
+        ssa, {"ssa": ssa_ms, "facts": facts_ms, "ground": solved.ground_ms,
+              "solve": solved.solve_ms},
+        {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
+        dict(solved.atoms))

@@ -1,0 +1,108 @@
+"""The Python API: load files, analyse kernels, check claims on the interpreter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gpudiv import ir
+from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
+from gpudiv.analyses.results import KernelResult
+from gpudiv.findings import Finding, file_findings
+from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.load import load, parse_text
+from gpudiv.oracle import CheckReport, check_kernel, ptx_launches, random_launches
+from gpudiv.solve import RuleError
+
+# Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
+EXECUTABLE_LANGUAGES = ("musimd", "ptx")
+
+
+@dataclass
+class FileAnalysis:
+    """The analysis of every kernel of one file, with the file's diagnostics."""
+
+    path: str
+    language: str
+    kernels: list[KernelResult]
+    diagnostics: list[ir.Diagnostic] = field(default_factory=list)
+    parse_ms: dict[str, float] = field(default_factory=dict)
+    # Findings computed before the kernels' SSA forms were dropped (see `lean`).
+    cached_findings: list[Finding] | None = None
+
+    @property
+    def errors(self) -> list[ir.Diagnostic]:
+        """Diagnostics of severity error."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def kernel(self, name: str) -> KernelResult:
+        """The result for one kernel."""
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+    def findings(self) -> list[Finding]:
+        """What gpudiv warns about in this file (divergent branches, …), in program order."""
+        if self.cached_findings is not None:
+            return self.cached_findings
+        return file_findings(self.path, self.kernels)
+
+    def lean(self) -> FileAnalysis:
+        """A copy without the kernels' SSA forms and solved relations (cheap to send to
+        another process); its findings are computed first and kept."""
+        return replace(self, kernels=[replace(k, ssa=None, relations={}) for k in self.kernels],
+                       cached_findings=self.findings())
+
+
+def _program(source: str | Path | ir.Program) -> ir.Program:
+    if isinstance(source, ir.Program):
+        return source
+    return load(source)
+
+
+def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS) -> FileAnalysis:
+    """Analyse every kernel of a file (path) or parsed program."""
+    program = _program(source)
+    driver = get_analysis(analysis)
+    result = FileAnalysis(program.path, program.language, [], list(program.diagnostics),
+                          dict(program.parse_ms))
+    for kernel in program.kernels:
+        try:
+            kernel_result = driver(kernel)
+        except RuleError as error:
+            result.diagnostics.append(ir.Diagnostic(
+                "error", f"kernel {kernel.name}: {error}", program.path, kernel.loc.line,
+                kernel.loc.column))
+            continue
+        kernel_result.timing_ms["parse"] = program.parse_ms.get(kernel.name, 0.0)
+        for warning, loc in kernel_result.warnings:
+            result.diagnostics.append(ir.Diagnostic(
+                "warning", f"kernel {kernel.name}: {warning}", program.path, loc.line,
+                loc.column))
+        result.kernels.append(kernel_result)
+    return result
+
+
+def analyze_text(text: str, path: str = "<string>", analysis: str = DEFAULT_ANALYSIS,
+                 language: str = "musimd") -> FileAnalysis:
+    """Analyse source text directly."""
+    return analyze(parse_text(text, path, language), analysis)
+
+
+def check(analysed: FileAnalysis, seed: int = 0,
+          reconvergence: str = "auto") -> list[CheckReport]:
+    """Run each analysed kernel under the default launch shapes and check its claims."""
+    if analysed.language not in EXECUTABLE_LANGUAGES:
+        return [CheckReport(k.name, status="not-executed", reason=f"no reference interpreter "
+                            f"for {analysed.language} yet") for k in analysed.kernels]
+    reports = []
+    for index, result in enumerate(analysed.kernels):
+        if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
+            launches = ptx_launches(result.ssa.cfg.kernel, seed + index)
+            reports.append(check_kernel(result, launches, run=run_ptx_kernel))
+            continue
+        launches = random_launches(result.ssa.cfg.kernel, seed + index,
+                                   reconvergence=reconvergence)
+        reports.append(check_kernel(result, launches))
+    return reports

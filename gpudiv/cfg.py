@@ -1,0 +1,204 @@
+"""Control-flow graph of a kernel: edges, dominator and post-dominator trees, loop forest.
+
+The graph has a virtual entry (`^entry`) and a virtual exit (`^exit`). Blocks that cannot
+be reached from the entry are removed (and reported); blocks from which the exit cannot be
+reached (endless loops) get a fake edge to the exit so that post-dominance is defined.
+The trees come from networkx; the rules reason about them (control dependence, regions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from gpudiv import ir
+
+ENTRY = "^entry"
+EXIT = "^exit"
+
+
+@dataclass
+class Loop:
+    """A cycle of the loop-nesting forest: its headers (entry blocks) and all its blocks."""
+
+    name: str
+    headers: list[str]
+    blocks: set[str]
+    parent: str | None = None
+    depth: int = 1
+
+
+@dataclass
+class ControlFlowGraph:
+    """Per-kernel CFG with its dominance information and loops."""
+
+    kernel: ir.Kernel
+    graph: nx.DiGraph
+    order: list[str]
+    idom: dict[str, str]
+    ipdom: dict[str, str]
+    loops: dict[str, Loop]
+    unreachable: list[str] = field(default_factory=list)
+    no_exit: list[str] = field(default_factory=list)
+    falls_off_end: bool = False
+    loop_exits: dict[str, list[str]] = field(default_factory=dict)
+    synthetic: dict[str, str] = field(default_factory=dict)
+
+    def successors(self, label: str) -> list[str]:
+        """Successor blocks in a stable order (branch target last)."""
+        return list(self.graph.successors(label))
+
+    def predecessors(self, label: str) -> list[str]:
+        """Predecessor blocks."""
+        return list(self.graph.predecessors(label))
+
+    def innermost_loop(self, label: str) -> Loop | None:
+        """The deepest loop that contains the block, if any."""
+        best = None
+        for loop in self.loops.values():
+            if label in loop.blocks and (best is None or loop.depth > best.depth):
+                best = loop
+        return best
+
+
+def successor_labels(kernel: ir.Kernel, index: int) -> list[str]:
+    """Labels a block flows to: fall-through first, then the branch or jump target."""
+    block = kernel.blocks[index]
+    following = kernel.blocks[index + 1].label if index + 1 < len(kernel.blocks) else EXIT
+    term = block.terminator
+    if term is None:
+        return [following]
+    if term.kind == ir.STOP:
+        return [EXIT]
+    if term.kind == ir.JUMP:
+        return [term.target]
+    return [following] if following == term.target else [following, term.target]
+
+
+def _loop_forest(graph: nx.DiGraph, nodes: set[str], order: dict[str, int],
+                 parent: Loop | None, loops: dict[str, Loop]) -> None:
+    """Find the cycles among `nodes` and recurse into each with its header edges removed."""
+    sub = graph.subgraph(nodes)
+    for component in nx.strongly_connected_components(sub):
+        if len(component) == 1:
+            (only,) = component
+            if not sub.has_edge(only, only):
+                continue
+        headers = sorted(
+            (n for n in component if any(p not in component for p in graph.predecessors(n))),
+            key=order.get)
+        if not headers:
+            headers = [min(component, key=order.get)]
+        loop = Loop(headers[0], headers, set(component),
+                    parent.name if parent else None, (parent.depth + 1) if parent else 1)
+        loops[loop.name] = loop
+        inner = nx.DiGraph()
+        inner.add_nodes_from(component)
+        inner.add_edges_from((u, v) for u, v in sub.subgraph(component).edges
+                             if v not in headers)
+        _loop_forest(inner, set(component), order, loop, loops)
+
+
+def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
+    """Build the CFG of a kernel, its dominator/post-dominator trees and loop forest."""
+    graph = nx.DiGraph()
+    graph.add_node(ENTRY)
+    graph.add_node(EXIT)
+    labels = [b.label for b in kernel.blocks]
+    graph.add_nodes_from(labels)
+    graph.add_edge(ENTRY, labels[0])
+    falls_off = False
+    for index, _ in enumerate(kernel.blocks):
+        for succ in successor_labels(kernel, index):
+            graph.add_edge(labels[index], succ)
+        block = kernel.blocks[index]
+        if index == len(kernel.blocks) - 1 and (block.terminator is None
+                                                 or block.terminator.kind == ir.BRANCH):
+            falls_off = True
+
+    reachable = nx.descendants(graph, ENTRY) | {ENTRY}
+    unreachable = [label for label in labels if label not in reachable]
+    graph.remove_nodes_from(unreachable)
+    if EXIT not in graph:
+        graph.add_node(EXIT)
+    order = [label for label in labels if label in graph]
+
+    # Post-dominance needs every block to reach the exit: connect endless loops to it.
+    pdom_graph = graph.copy()
+    no_exit: list[str] = []
+    while True:
+        reaching = nx.ancestors(pdom_graph, EXIT) | {EXIT}
+        stuck = [n for n in order if n not in reaching]
+        if not stuck:
+            break
+        condensation = nx.condensation(pdom_graph.subgraph(stuck))
+        sink = next(c for c in nx.topological_sort(condensation)
+                    if condensation.out_degree(c) == 0)
+        member = max(condensation.nodes[sink]["members"], key=order.index)
+        pdom_graph.add_edge(member, EXIT)
+        no_exit.append(member)
+
+    position = {label: i for i, label in enumerate(order)}
+    position[ENTRY] = -1
+    position[EXIT] = len(order)
+    loops: dict[str, Loop] = {}
+    _loop_forest(graph, set(order), position, None, loops)
+    synthetic: dict[str, str] = {}
+    loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
+
+    idom = nx.immediate_dominators(graph, ENTRY)
+    ipdom = nx.immediate_dominators(pdom_graph.reverse(copy=False), EXIT)
+    idom.pop(ENTRY, None)
+    ipdom.pop(EXIT, None)
+    return ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
+                            falls_off, loop_exits, synthetic)
+
+
+def reconvergence_points(cfg: ControlFlowGraph) -> dict[str, str]:
+    """For each block of the kernel, the block where its lanes reconverge (its immediate
+    post-dominator, EXIT for the end); a synthetic loop exit stands for its real target."""
+    points: dict[str, str] = {}
+    for label, post in cfg.ipdom.items():
+        if label in cfg.synthetic:
+            continue
+        while post in cfg.synthetic:
+            post = cfg.synthetic[post]
+        points[label] = post
+    return points
+
+
+def _dedicated_exits(graph: nx.DiGraph, pdom_graph: nx.DiGraph, loops: dict[str, Loop],
+                     order: list[str], synthetic: dict[str, str]) -> dict[str, list[str]]:
+    """Give every loop exit a block reached only from inside the loop (LCSSA needs it).
+
+    An exit target that is also reached from outside the loop gets a new empty block on
+    the exit edges; loop-exit (η) definitions are placed there. Inner loops come first, so
+    a block that exits several loops lists the inner loop's η before the outer loop's.
+    """
+    exits: dict[str, list[str]] = {}
+    position = {label: i for i, label in enumerate(order)}
+    for loop in sorted(loops.values(), key=lambda lp: (-lp.depth, position[lp.name])):
+        targets: dict[str, list[str]] = {}
+        for u in sorted(loop.blocks, key=lambda b: position.get(b, len(position))):
+            for x in graph.successors(u):
+                if x not in loop.blocks and x != EXIT:
+                    targets.setdefault(x, []).append(u)
+        exits[loop.name] = []
+        for x, sources in targets.items():
+            if all(p in loop.blocks for p in graph.predecessors(x)):
+                exits[loop.name].append(x)
+                continue
+            split = f"{x}^{loop.name}"
+            synthetic[split] = x
+            order.append(split)
+            for g in (graph, pdom_graph):
+                for u in sources:
+                    g.remove_edge(u, x)
+                    g.add_edge(u, split)
+                g.add_edge(split, x)
+            for other in loops.values():
+                if x in other.blocks and any(u in other.blocks for u in sources):
+                    other.blocks.add(split)
+            exits[loop.name].append(split)
+    return exits

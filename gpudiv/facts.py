@@ -1,0 +1,172 @@
+"""IR + SSA → ASP facts, the one interface between Python and the rules.
+
+Each relation is documented in rules/SCHEMA.md; `RELATIONS` lists name and arity of every
+relation emitted here so tests can check the two agree. All symbols are quoted strings;
+integers that do not fit clingo's 32-bit integers are never emitted as numbers.
+"""
+
+from __future__ import annotations
+
+from gpudiv import ir
+from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
+from gpudiv.operators import normalise
+from gpudiv.ssa import SSAForm
+
+RELATIONS: dict[str, int] = {
+    "block": 1, "edge": 2, "entry": 1, "exit": 1, "ipdom": 2, "idom": 2,
+    "loop": 1, "loop_block": 2, "loop_parent": 2, "loop_header": 2,
+    "branch": 2, "branch_cond": 2, "uniform_hint": 1,
+    "var": 2, "def_kind": 2, "def_line": 2, "operand": 2,
+    "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
+    "phi": 2, "mu": 2, "eta": 2, "load": 3, "store": 3, "atomic": 2,
+    "assign_op": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3, "back_edge": 2,
+    "thread_id": 1,
+}
+
+# Special registers that are the thread index itself (affine: 1·tid + 0).
+THREAD_ID_NAMES = ("tid", "%tid.x")
+
+# clingo integers are 32-bit; keep a margin so rules can add small numbers safely.
+INT_LIMIT = 2**30
+
+
+def quote(text: str) -> str:
+    """An ASP string constant for `text`."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def fits(value: int) -> bool:
+    """Whether an integer can safely enter a rule as a number."""
+    return -INT_LIMIT < value < INT_LIMIT
+
+
+def _source_kind(var_kind: str, space: str | None, special_class: str | None) -> str | None:
+    """Why a definition is a source of divergence, or None."""
+    if var_kind == "special":
+        return "special" if special_class == "divergent" else None
+    if var_kind == "atomic":
+        return "atomic"
+    if var_kind == "load" and space == "local":
+        return "local_load"
+    if var_kind == "undef":
+        return "undefined"
+    if var_kind == ir.OPAQUE:
+        return "opaque"
+    return None
+
+
+def kernel_facts(ssa: SSAForm) -> list[str]:
+    """All facts of one kernel, one atom per string (without the final dot)."""
+    cfg = ssa.cfg
+    kernel = cfg.kernel
+    instrs = kernel.instructions()
+    out: list[str] = []
+    add = out.append
+    q = quote
+    for node in cfg.graph.nodes:
+        add(f"block({q(node)})")
+    for u, v in cfg.graph.edges:
+        add(f"edge({q(u)},{q(v)})")
+    add(f"entry({q(ENTRY)})")
+    add(f"exit({q(EXIT)})")
+    for node, parent in cfg.ipdom.items():
+        add(f"ipdom({q(node)},{q(parent)})")
+    for node, parent in cfg.idom.items():
+        add(f"idom({q(node)},{q(parent)})")
+    for loop in cfg.loops.values():
+        add(f"loop({q(loop.name)})")
+        for header in loop.headers:
+            add(f"loop_header({q(loop.name)},{q(header)})")
+        if loop.parent:
+            add(f"loop_parent({q(loop.name)},{q(loop.parent)})")
+        for b in sorted(loop.blocks):
+            add(f"loop_block({q(loop.name)},{q(b)})")
+    for source, header in back_edges(cfg):
+        add(f"back_edge({q(source)},{q(header)})")
+    for br in ssa.branches:
+        add(f"branch({q(br.block)},{br.instruction})")
+        if br.condition is not None:
+            add(f"branch_cond({q(br.block)},{q(br.condition)})")
+        if instrs[br.instruction].attrs.get("uniform_hint"):
+            add(f"uniform_hint({q(br.block)})")
+    for var in ssa.variables.values():
+        name = q(var.name)
+        add(f"var({name},{q(var.source)})")
+        add(f"def_kind({name},{q(var.kind)})")
+        add(f"def_line({name},{var.loc.line})")
+        for operand in dict.fromkeys(var.operands):
+            add(f"operand({name},{q(operand)})")
+        instr = instrs[var.instruction] if var.instruction is not None else None
+        special_class = kernel.specials.get(var.name) if var.kind == "special" else None
+        why = _source_kind(var.kind, instr.space if instr else None, special_class)
+        if why is not None:
+            add(f"source({name},{q(why)})")
+        if var.kind == "param" or (var.kind == "special" and special_class == "uniform"):
+            add(f"uniform_input({name})")
+        if var.kind == "special" and var.name in THREAD_ID_NAMES:
+            add(f"thread_id({name})")
+        if var.kind == "phi":
+            add(f"phi({name},{q(var.block)})")
+            if var.phi_kind == "mu":
+                add(f"mu({name},{q(var.loop)})")
+            for pred, value in var.incoming:
+                add(f"phi_arg({name},{q(pred)},{q(value)})")
+        if var.kind == "eta":
+            add(f"eta({name},{q(var.loop)})")
+        if instr is None:
+            continue
+        if instr.kind == ir.ASSIGN:
+            _assign_facts(ssa, instrs, var.instruction, name, add)
+        if instr.kind == ir.ASSIGN and instr.operator == "copy":
+            arg = instr.args[0]
+            if isinstance(arg, ir.Const) and fits(arg.value):
+                add(f"const({name},{arg.value})")
+            elif var.operands:
+                add(f"copy({name},{q(var.operands[0])})")
+        elif instr.kind == ir.LOAD:
+            add(f"load({name},{q(instr.space)},{_operand_atom(ssa, instrs, var.instruction, 0)})")
+        elif instr.kind == ir.ATOMIC:
+            add(f"atomic({name},{q(instr.space)})")
+    for n, instr in enumerate(instrs):
+        if instr.kind == ir.STORE and ssa.instruction_block[n]:
+            add(f"store({n},{q(instr.space)},{_operand_atom(ssa, instrs, n, 0)})")
+    return out
+
+
+def back_edges(cfg: ControlFlowGraph) -> list[tuple[str, str]]:
+    """Edges into a header of a loop from a block of that loop (they close every cycle)."""
+    edges = []
+    for loop in cfg.loops.values():
+        for header in loop.headers:
+            edges += [(p, header) for p in cfg.graph.predecessors(header) if p in loop.blocks]
+    return sorted(set(edges))
+
+
+def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, name: str,
+                  add) -> None:
+    """`assign_op/2` (normalised operator) and the ordered operands of an assignment."""
+    instr = instrs[instruction]
+    add(f"assign_op({name},{quote(normalise(instr))})")
+    for index, value in enumerate(instr.args):
+        used = ssa.uses[instruction][index]
+        if used is not None:
+            add(f"arg({name},{index},{quote(used)})")
+        elif isinstance(value, ir.Const) and fits(value.value):
+            add(f"arg_const({name},{index},{value.value})")
+        else:
+            add(f"arg_big({name},{index})")
+
+
+def _operand_atom(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int,
+                  arg: int) -> str:
+    """An operand as a term: the SSA name (quoted) or the integer, or `big` if too large."""
+    name = ssa.uses[instruction][arg]
+    if name is not None:
+        return quote(name)
+    value = instrs[instruction].args[arg]
+    return str(value.value) if isinstance(value, ir.Const) and fits(value.value) else "big"
+
+
+def facts_text(ssa: SSAForm) -> str:
+    """The facts of one kernel as one ASP program text."""
+    return "".join(f"{atom}.\n" for atom in kernel_facts(ssa))

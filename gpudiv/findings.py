@@ -1,0 +1,299 @@
+"""Findings: what gpudiv warns a developer about, as data (diagnostics as data, pyflakes).
+
+Each finding kind is a class with a stable rule id, a name, short and full descriptions,
+help text, a level (SARIF's `error`/`warning`/`note`) and a message format.
+`kernel_findings` computes the findings of one analysed kernel from its `KernelResult`;
+the reporters (text, JSON, SARIF, HTML) only format them.
+
+Locations: every finding has a place in the analysed file (μ-SIMD or PTX line and column)
+and, when the instruction carries `attrs["origin"]` (a PTX `.loc` line), the CUDA source
+place it was compiled from. Reports point at the CUDA place when there is one and show the
+PTX place beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from gpudiv.analyses.results import KernelResult
+
+
+class FindingKind:
+    """A kind of finding; subclasses fill in the class attributes, never instances."""
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    short_description: ClassVar[str]
+    full_description: ClassVar[str]
+    help: ClassVar[str]
+    level: ClassVar[str] = "warning"
+    message_format: ClassVar[str]
+
+    @classmethod
+    def message(cls, explanation: str = "", **args: str) -> str:
+        """The message of one finding of this kind, then `: explanation` if there is one."""
+        text = cls.message_format.format(**args)
+        return f"{text}: {explanation}" if explanation else text
+
+
+class DivergentBranch(FindingKind):
+    """A conditional branch whose condition may differ between the lanes of a warp."""
+
+    id = "gpudiv-divergent-branch"
+    name = "DivergentBranch"
+    short_description = "Conditional branch that may split a warp"
+    full_description = (
+        "The condition of this branch may hold different values in the lanes of one warp, "
+        "so the warp may split: the lanes that take one side wait while the others run "
+        "the other side, and both sides are executed one after the other.")
+    help = (
+        "A divergent branch costs the time of both paths. If the condition really depends "
+        "on the thread (thread id, per-thread data), consider reorganising the work so "
+        "that the lanes of a warp agree (e.g. sort or bucket the data, or branch on "
+        "warp-granular indices). The message names the chain of values through which the "
+        "condition depends on a source of divergence.")
+    message_format = "divergent branch on '{condition}' in kernel {kernel}"
+
+
+class BraUniDivergent(FindingKind):
+    """A branch the code marks uniform (PTX `bra.uni`) that the analysis finds divergent."""
+
+    id = "gpudiv-bra-uni-divergent"
+    name = "UniformMarkedBranchMayDiverge"
+    short_description = "Branch marked uniform (bra.uni) that the analysis finds divergent"
+    full_description = (
+        "The branch is marked uniform (PTX `bra.uni`: the compiler promises that all "
+        "active lanes of the warp take the same direction), but its condition may differ "
+        "between the lanes of a warp according to the divergence analysis.")
+    help = (
+        "Either the uniformity promise is wrong (a miscompilation or hand-written PTX "
+        "with a wrong `.uni`: the hardware may then execute the branch incorrectly), or "
+        "the analysis is less precise than the compiler here. Check the chain of values "
+        "in the message; `gpudiv check` can run the kernel to look for a counterexample.")
+    message_format = ("branch marked uniform (bra.uni) on '{condition}' in kernel {kernel} "
+                      "may diverge")
+
+
+KINDS: tuple[type[FindingKind], ...] = (DivergentBranch, BraUniDivergent)
+
+
+def kind_by_id(rule_id: str) -> type[FindingKind]:
+    """The finding kind with this rule id."""
+    for kind in KINDS:
+        if kind.id == rule_id:
+            return kind
+    raise KeyError(rule_id)
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A place in a file (1-based line and column)."""
+
+    path: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{shown_path(self.path)}:{self.line}:{self.column}"
+
+    def as_dict(self) -> dict:
+        """JSON form."""
+        return {"path": self.path, "line": self.line, "column": self.column}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding: its kind, kernel, block, locations and message arguments."""
+
+    kind: type[FindingKind]
+    kernel: str
+    block: str
+    input_location: SourceLocation
+    origin: SourceLocation | None
+    arguments: tuple[tuple[str, str], ...]
+    fingerprint: str
+
+    @property
+    def rule_id(self) -> str:
+        """The stable rule id, e.g. `gpudiv-divergent-branch`."""
+        return self.kind.id
+
+    @property
+    def level(self) -> str:
+        """`error`, `warning` or `note`."""
+        return self.kind.level
+
+    @property
+    def message(self) -> str:
+        """The message, without location or rule id."""
+        return self.kind.message(**dict(self.arguments))
+
+    @property
+    def location(self) -> SourceLocation:
+        """Where a developer should look: the CUDA source when known, else the input."""
+        return self.origin or self.input_location
+
+    def compiler_style(self) -> str:
+        """`FILE:LINE:COL: warning: message [rule-id]` (the input place too, if different)."""
+        extra = f" (at {self.input_location})" if self.origin else ""
+        return f"{self.location}: {self.level}: {self.message}{extra} [{self.rule_id}]"
+
+    def as_dict(self) -> dict:
+        """JSON form (the `findings` entries of `analyze --format json`)."""
+        return {"rule": self.rule_id, "level": self.level, "message": self.message,
+                "kernel": self.kernel, "block": self.block,
+                "location": self.location.as_dict(),
+                "input_location": self.input_location.as_dict(),
+                "origin": self.origin.as_dict() if self.origin else None,
+                "arguments": dict(self.arguments), "fingerprint": self.fingerprint}
+
+
+def shown_path(path: str) -> str:
+    """An absolute path inside the working directory, made relative to it (for display)."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+# Why a definition is a source of divergence, by its definition kind.
+_SOURCE_WORDS = {
+    "special": "{name} differs between lanes",
+    "atomic": "{name} is the result of an atomic",
+    "load": "{name} is loaded from thread-private memory",
+    "undef": "{name} may be read before it is assigned",
+    "opaque": "{name} comes from an instruction the analysis cannot see through",
+}
+
+
+def _reasons(result: KernelResult) -> dict[str, list[tuple[str, str]]]:
+    """Every `reason(V, Why, From)` of the result, by V (from the solved relations)."""
+    reasons: dict[str, list[tuple[str, str]]] = {}
+    for var, why, origin in sorted(result.relations.get("reason", [])):
+        reasons.setdefault(str(var), []).append((str(why), str(origin)))
+    if not reasons:
+        for var in result.variables:
+            if var.reason is not None:
+                reasons[var.name] = [var.reason]
+    return reasons
+
+
+def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "operand"
+                   ) -> tuple[list[str], tuple | None]:
+    """The shortest chain start → … → v over `chained` reasons ending at v's terminal one."""
+    parent: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        var = queue.popleft()
+        for reason in reasons.get(var, []):
+            if reason[0] == chained:
+                origin = reason[1]
+                if origin not in parent:
+                    parent[origin] = var
+                    queue.append(origin)
+                continue
+            path = [var]
+            while parent[path[-1]] is not None:
+                path.append(parent[path[-1]])
+            return list(reversed(path)), reason
+    return [start], None
+
+
+def explain(result: KernelResult, name: str) -> str:
+    """Why a variable is divergent: the shortest chain of reasons to its origin, in words.
+
+    `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known.
+    """
+    chain, terminal = shortest_chain(name, _reasons(result))
+    if terminal is None:
+        return ""
+    why, origin = terminal
+    return f"{' ← '.join(chain)} ({_terminal(result, chain[-1], why, origin)})"
+
+
+def _terminal(result: KernelResult, var: str, why: str, origin: str) -> str:
+    """The end of an explanation chain in words."""
+    if why == "join":
+        return f"{var} merges values after the divergent branch at {origin}"
+    if why == "loop_exit":
+        return f"{var} is read after loop {origin}, which lanes leave in different iterations"
+    ssa_var = result.ssa.variables.get(var)
+    kind = ssa_var.kind if ssa_var else ""
+    return _SOURCE_WORDS.get(kind, "{name} is a source of divergence").format(name=var)
+
+
+def _origin(value: object, input_path: str) -> SourceLocation | None:
+    """The CUDA place of an `attrs["origin"] = (file, line, column)`, if well formed."""
+    if not (isinstance(value, tuple | list) and len(value) == 3):
+        return None
+    path, line, column = value
+    if not isinstance(line, int) or line < 1:
+        return None
+    path = resolve_source_path(str(path), input_path)
+    return SourceLocation(path, line, column if isinstance(column, int) and column > 0 else 1)
+
+
+def resolve_source_path(path: str, input_path: str) -> str:
+    """Where the CUDA file a `.file` directive names is now, seen from the analysed file.
+
+    A relative name is relative to the analysed file's folder. nvcc records absolute paths
+    of the machine that compiled; when such a path no longer exists (the checkout moved,
+    the PTX came from elsewhere) but a file of that name sits beside the PTX, that is the
+    source. Otherwise the recorded path is kept as it is.
+    """
+    folder = Path(input_path).parent
+    if not Path(path).is_absolute():
+        candidate = folder / path
+        return str(candidate) if candidate.exists() else path
+    if Path(path).exists():
+        return path
+    beside = folder / Path(path).name
+    return str(beside) if beside.exists() else path
+
+
+def branch_origins(path: str, result: KernelResult) -> list[SourceLocation | None]:
+    """Per branch of `result`, the CUDA place it comes from (a PTX `.loc`), if known."""
+    return [_origin(b.origin, path) for b in result.branches]
+
+
+def _fingerprint(rule_id: str, kernel: str, subject: str, seen: dict[str, int]) -> str:
+    """A stable hash of what a finding is about (not of its line), unique in its kernel."""
+    key = f"{rule_id}|{kernel}|{subject}"
+    seen[key] = seen.get(key, 0) + 1
+    return hashlib.sha256(f"{key}|{seen[key]}".encode()).hexdigest()[:32]
+
+
+def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
+    """The findings of one analysed kernel of the file at `path`, in program order."""
+    instructions = result.ssa.cfg.kernel.instructions()
+    findings = []
+    seen: dict[str, int] = {}
+    for branch in result.branches:
+        if not branch.divergent:
+            continue
+        instr = instructions[branch.instruction]
+        kind = BraUniDivergent if instr.attrs.get("uniform_hint") else DivergentBranch
+        condition = branch.condition or "?"
+        why = explain(result, condition) if branch.condition else ""
+        ssa_var = result.ssa.variables.get(condition)
+        subject = ssa_var.source if ssa_var else condition
+        findings.append(Finding(
+            kind, result.name, branch.label,
+            SourceLocation(path, branch.line, branch.column),
+            _origin(branch.origin, path),
+            (("condition", condition), ("kernel", result.name), ("explanation", why)),
+            _fingerprint(kind.id, result.name, subject, seen)))
+    return findings
+
+
+def file_findings(path: str, kernels: list[KernelResult]) -> list[Finding]:
+    """The findings of every kernel of one file."""
+    return [f for kernel in kernels for f in kernel_findings(path, kernel)]

@@ -1,0 +1,180 @@
+"""The shared intermediate representation: programs, kernels, basic blocks, instructions.
+
+Every front end (μ-SIMD, PTX) lowers to these plain dataclasses; every later stage (CFG,
+SSA, facts, interpreter, reports) reads them. Nothing here knows about a concrete syntax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Instruction kinds. `assign` covers copies, unary and binary operators (the operator says
+# which); loads, stores and atomics name a memory space; `branch` is conditional (`bz`/`bnz`
+# in μ-SIMD) and falls through to the next block; the rest end or synchronise execution.
+ASSIGN = "assign"
+LOAD = "load"
+STORE = "store"
+ATOMIC = "atomic"
+BRANCH = "branch"
+JUMP = "jump"
+SYNC = "sync"
+BARRIER = "barrier"
+STOP = "stop"
+# An instruction whose result the analyses cannot see through (an unknown opcode, a call
+# to an unknown function, a lane-exchanging operation): its destination is divergent.
+OPAQUE = "opaque"
+
+TERMINATORS = frozenset({BRANCH, JUMP, STOP})
+
+BINARY_OPERATORS = (
+    "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=",
+    "&", "|", "^", "<<", ">>", "min", "max",
+)
+UNARY_OPERATORS = ("-", "!", "~")
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """A position in a source file (1-based line and column)."""
+
+    line: int
+    column: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A program variable (a μ-SIMD name or a PTX register)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """An integer literal."""
+
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class Special:
+    """A special register such as `tid`, `laneid`, `warpid`, `ntid` (or PTX `%tid.x`)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Operand = Var | Const | Special
+
+
+@dataclass(slots=True)
+class Instruction:
+    """One instruction; `args` are read, `dest` (if any) is written."""
+
+    kind: str
+    loc: Loc
+    dest: str | None = None
+    args: tuple[Operand, ...] = ()
+    operator: str | None = None
+    space: str | None = None
+    target: str | None = None
+    text: str = ""
+    # Front-end specific facts: "opcode" (the full PTX opcode), "uniform_hint" (bra.uni),
+    # "origin" ((file, line, column) of the CUDA source from .loc), ...
+    attrs: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def used_vars(self) -> list[str]:
+        """Names of the variables this instruction reads, in operand order."""
+        return [a.name for a in self.args if isinstance(a, Var)]
+
+
+@dataclass
+class Block:
+    """A basic block: a label and a straight-line list of instructions."""
+
+    label: str
+    instructions: list[Instruction]
+    loc: Loc
+    user_label: bool = True
+
+    @property
+    def terminator(self) -> Instruction | None:
+        """The last instruction if it transfers control, else None (fall-through)."""
+        if self.instructions and self.instructions[-1].kind in TERMINATORS:
+            return self.instructions[-1]
+        return None
+
+
+@dataclass
+class Kernel:
+    """A kernel: uniform parameters and its blocks in source order (first is the entry)."""
+
+    name: str
+    params: list[str]
+    blocks: list[Block]
+    loc: Loc
+    specials: dict[str, str] = field(default_factory=dict)
+    # Front-end specific facts about the whole kernel (PTX: "reg_types", "params",
+    # "symbols": what the PTX interpreter needs to lay out registers and memory).
+    attrs: dict[str, object] = field(default_factory=dict)
+
+    def block(self, label: str) -> Block:
+        """The block with this label."""
+        for b in self.blocks:
+            if b.label == label:
+                return b
+        raise KeyError(label)
+
+    @property
+    def instruction_count(self) -> int:
+        """Number of instructions in all blocks."""
+        return sum(len(b.instructions) for b in self.blocks)
+
+    def instructions(self) -> list[Instruction]:
+        """All instructions in program order."""
+        return [i for b in self.blocks for i in b.instructions]
+
+
+@dataclass
+class Diagnostic:
+    """An error or warning tied to a place in a file."""
+
+    severity: str
+    message: str
+    path: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: {self.severity}: {self.message}"
+
+
+@dataclass
+class Program:
+    """A parsed file: its kernels plus the diagnostics found while reading it."""
+
+    path: str
+    language: str
+    kernels: list[Kernel]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    parse_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """Diagnostics of severity error."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def kernel(self, name: str) -> Kernel:
+        """The kernel with this name."""
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)

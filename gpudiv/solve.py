@@ -1,0 +1,243 @@
+"""The solve layer: rule files + facts → clingo → atoms, with timings and counts.
+
+Analyses call `solve` with the names of shipped rule files (or paths of users' files) and
+the facts of a kernel; they get back the shown atoms grouped by predicate. Errors in rule
+files come back as `RuleError` with the file, line and column clingo reported.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import clingo
+
+
+class RuleError(Exception):
+    """A rule file that does not parse or ground; the message is one `file:line:col:` line."""
+
+
+@dataclass
+class SolveResult:
+    """Shown atoms by predicate name, as tuples of Python values, plus statistics."""
+
+    atoms: dict[str, list[tuple]] = field(default_factory=lambda: defaultdict(list))
+    ground_ms: float = 0.0
+    solve_ms: float = 0.0
+    atom_count: int = 0
+    rule_count: int = 0
+    symbols: list[clingo.Symbol] = field(default_factory=list)
+
+    def relation(self, name: str) -> list[tuple]:
+        """All tuples of one shown predicate."""
+        return self.atoms.get(name, [])
+
+    def unary(self, name: str) -> set:
+        """The first arguments of a shown predicate, as a set."""
+        return {t[0] for t in self.atoms.get(name, [])}
+
+
+def rules_dir() -> Path:
+    """The directory of the shipped rule files."""
+    return Path(str(resources.files("gpudiv.rules")))
+
+
+def shipped_rule(name: str) -> Path:
+    """Path of a shipped rule file such as `divergence.lp`."""
+    path = rules_dir() / name
+    if not path.is_file():
+        raise RuleError(f"{name}: error: no such shipped rule file")
+    return path
+
+
+# One argument of an atom as clingo prints it: a string, an integer or a constant.
+_ARGUMENT = re.compile(r'"((?:[^"\\]|\\.)*)"|(-?\d+)|([a-z_][A-Za-z0-9_\']*)')
+_UNESCAPE = re.compile(r"\\(.)")
+
+
+def _atom(symbol: clingo.Symbol) -> tuple[str, tuple]:
+    """An atom's predicate name and the Python values of its arguments.
+
+    Reading them from the atom's printed form costs one call into clingo instead of
+    several per argument (the accessors were a quarter of the analysis time on PTX);
+    atoms with nested terms or classical negation take the accessors.
+    """
+    text = str(symbol)
+    open_at = text.find("(")
+    if open_at < 0:
+        return (text, ()) if text[0] != "-" else (symbol.name, ())
+    values, position, end = [], open_at + 1, len(text) - 1
+    while position < end:
+        match = _ARGUMENT.match(text, position)
+        after = match.end() if match else -1
+        if match is None or text[after] not in ",)" or text[0] == "-":
+            return symbol.name, tuple(_value(a) for a in symbol.arguments)
+        string, number, constant = match.groups()
+        if string is not None:
+            if "\\" in string:
+                string = _UNESCAPE.sub(lambda m: "\n" if m[1] == "n" else m[1], string)
+            values.append(string)
+        elif number is not None:
+            values.append(int(number))
+        else:
+            values.append(constant)
+        position = after + 1
+    return text[:open_at], tuple(values)
+
+
+def _value(symbol: clingo.Symbol):
+    if symbol.type == clingo.SymbolType.Number:
+        return symbol.number
+    if symbol.type == clingo.SymbolType.String:
+        return symbol.string
+    if symbol.type == clingo.SymbolType.Function and not symbol.arguments:
+        return symbol.name
+    return str(symbol)
+
+
+_LOCATION = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)(?:-\d+(?::\d+)?)?: (?P<msg>.*)$")
+
+
+def _format_unsafe(message: str) -> str | None:
+    """`file:line:col: error: unsafe variable 'X' in: rule` from clingo's several lines."""
+    lines = message.strip().splitlines()
+    # clingo prints the rule with its internal `#inc_base` guard; users never wrote that
+    rule = re.sub(r"\[#inc_base\];?", "", lines[1].strip()) if len(lines) > 1 else ""
+    rule = re.sub(r"#Anon\d+", "_", rule)
+    for line in lines[2:]:
+        match = _LOCATION.match(line.strip())
+        if match and "is unsafe" in match["msg"]:
+            variable = match["msg"].split("note: ", 1)[-1].replace(" is unsafe", "")
+            return (f"{match['file']}:{match['line']}:{match['col']}: error: unsafe variable "
+                    f"{variable} in: {rule}")
+    return None
+
+
+def _format_messages(messages: list[str]) -> str:
+    for message in messages:
+        first = message.strip().splitlines()[0] if message.strip() else ""
+        match = _LOCATION.match(first)
+        if match and "unsafe variables in" in first:
+            unsafe = _format_unsafe(message)
+            if unsafe:
+                return unsafe
+        if match:
+            text = match["msg"].replace("error: ", "", 1).replace("info: ", "", 1)
+            return f"{match['file']}:{match['line']}:{match['col']}: error: {text}"
+    return "error: " + (messages[0].strip().splitlines()[0] if messages else "clingo failed")
+
+
+def _signature(atom_text: str) -> tuple[str, int] | None:
+    """`(name, arity)` of an atom as clingo prints it (`foo(X,g(Y,1))` → foo/2)."""
+    match = re.match(r"^-?([a-z_][A-Za-z0-9_']*)", atom_text)
+    if match is None:
+        return None
+    rest = atom_text[match.end():].strip()
+    if not rest.startswith("("):
+        return match[1], 0
+    depth, arity, quoted, escaped = 0, 1, False, False
+    for char in rest:
+        if quoted:
+            quoted = escaped or char != '"'
+            escaped = not escaped and char == "\\"
+            continue
+        if char == '"':
+            quoted = True
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 1:
+            arity += 1
+    return match[1], arity
+
+
+def _undefined_error(messages: list[str], known: set[tuple[str, int]]) -> str | None:
+    """The first atom of a user's file that no rule derives and SCHEMA.md does not know."""
+    shipped = str(rules_dir())
+    for message in messages:
+        lines = message.strip().splitlines()
+        match = _LOCATION.match(lines[0]) if lines else None
+        if match is None or match["file"].startswith(shipped) or len(lines) < 2:
+            continue
+        if "atom does not occur in any rule head" not in match["msg"]:
+            continue
+        signature = _signature(lines[1].strip())
+        if signature is None or signature in known:
+            continue
+        name, arity = signature
+        return (f"{match['file']}:{match['line']}:{match['col']}: error: undefined predicate "
+                f"{name}/{arity}: no loaded rule derives it and it is not an input relation "
+                "of rules/SCHEMA.md")
+    return None
+
+
+def solve(rule_files: list[Path | str], facts: str, extra: str = "",
+          show: list[tuple[str, int]] | None = None,
+          known: set[tuple[str, int]] | None = None) -> SolveResult:
+    """Ground and solve facts with the rule files; return the atoms of the first model.
+
+    With `known` (the signatures a user's rule may read without defining them: the input
+    relations), an atom of a user's rule file over any other predicate that no rule derives
+    is an error (a misspelt relation), reported at the user's file:line:col.
+    """
+    messages: list[str] = []
+    undefined: list[str] = []
+    # Errors stop; infos (e.g. "operation undefined", which the affine rules rely on for
+    # ⊥) are clingo's business and never an error of ours.
+    fatal = ("error:", "unsafe", "syntax")
+
+    def logger(code: clingo.MessageCode, message: str) -> None:
+        if code == clingo.MessageCode.AtomUndefined:
+            undefined.append(message)
+            return
+        messages.append(message)
+
+    quiet = not show and known is None
+    control = clingo.Control(["--warn=none"] if quiet else [], logger=logger,
+                             message_limit=20 if quiet else 1000)
+    try:
+        for path in rule_files:
+            control.load(str(path))
+        control.add("base", [], facts + extra)
+        if show is not None:
+            control.add("base", [], "".join(f"#show {n}/{a}.\n" for n, a in show))
+    except RuntimeError as error:
+        raise RuleError(_format_messages(messages) if messages else str(error)) from None
+    result = SolveResult()
+    start = time.perf_counter()
+    try:
+        control.ground([("base", [])])
+    except RuntimeError as error:
+        raise RuleError(_format_messages(messages) if messages else str(error)) from None
+    errors = [m for m in messages if "info:" not in m.split("\n", 1)[0]
+              and any(word in m for word in fatal)]
+    if errors:
+        raise RuleError(_format_messages(errors))
+    if known is not None:
+        error = _undefined_error(undefined, known)
+        if error:
+            raise RuleError(error)
+    result.ground_ms = (time.perf_counter() - start) * 1000
+    start = time.perf_counter()
+    model_symbols: list[clingo.Symbol] = []
+
+    def on_model(model: clingo.Model) -> None:
+        model_symbols[:] = model.symbols(shown=True)
+
+    outcome = control.solve(on_model=on_model)
+    result.solve_ms = (time.perf_counter() - start) * 1000
+    if not outcome.satisfiable:
+        raise RuleError("error: the rules have no answer set for these facts")
+    result.symbols = model_symbols
+    for symbol in model_symbols:
+        name, arguments = _atom(symbol)
+        result.atoms[name].append(arguments)
+    stats = control.statistics.get("problem", {}).get("lp", {})
+    result.atom_count = int(stats.get("atoms", 0))
+    result.rule_count = int(stats.get("rules", 0))
+    return result

@@ -1,0 +1,164 @@
+"""The command line: output contracts, exit codes, one-line errors without tracebacks."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpudiv.cli import main
+
+SAMPLES = Path(__file__).parents[1] / "samples" / "musimd"
+SUM_TRIANGLE = str(SAMPLES / "sumTriangle.musimd")
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_analyze_text_report(capsys):
+    code, out, _ = run_cli(capsys, "analyze", "--analysis", "simple", SUM_TRIANGLE)
+    assert code == 0
+    assert "kernel sumTriangle (24 instructions, 8 blocks, analysis simple)" in out
+    assert "summary: 24 variables: 8 uniform (2 constant), 0 affine, 16 divergent; " \
+           "3 branches, 2 divergent" in out
+    assert any(line.split()[:4] == ["d#2", "d", "15", "uniform"] for line in out.splitlines())
+
+
+def test_analyze_json_contract(capsys):
+    code, out, _ = run_cli(capsys, "analyze", "--format", "json", "--analysis", "simple",
+                           SUM_TRIANGLE)
+    assert code == 0
+    document = json.loads(out)
+    assert document["tool"] == "gpudiv" and isinstance(document["version"], str)
+    (entry,) = document["inputs"]
+    assert entry["language"] == "musimd" and entry["errors"] == []
+    (kernel,) = entry["kernels"]
+    assert {"name", "instructions", "blocks", "variables", "branches", "summary",
+            "timing_ms"} <= set(kernel)
+    assert set(kernel["timing_ms"]) >= {"parse", "ground", "solve"}
+    classes = {v["name"]: v["class"] for v in kernel["variables"]}
+    assert classes["d#2"] == "uniform" and classes["d#4"] == "divergent"
+    assert all(set(v) >= {"name", "source", "line", "class"} for v in kernel["variables"])
+    assert [(b["line"], b["divergent"]) for b in kernel["branches"]] == [
+        (9, True), (16, True), (18, False)]
+    assert kernel["summary"] == {"variables": 24, "uniform": 8, "constant": 2, "affine": 0,
+                                 "divergent": 16, "branches": 3, "divergent_branches": 2}
+    reasons = {v["name"]: v.get("reason") for v in kernel["variables"]}
+    assert reasons["d#4"] == {"rule": "loop_exit", "from": "LOOP"}
+
+
+def test_syntax_error_is_one_line_exit_2_and_other_kernels_reported(tmp_path, capsys):
+    source = tmp_path / "bad.musimd"
+    source.write_text("kernel ok()\n stop\nkernel broken()\n x = = 1\n stop\n")
+    code, out, err = run_cli(capsys, "analyze", "--format", "json", str(source))
+    assert code == 2
+    assert err.strip() == f"{source}:4:6: error: unexpected '='; expected one of '-', " \
+                          "integer, name, shared/local, unary operator"
+    document = json.loads(out)
+    assert [k["name"] for k in document["inputs"][0]["kernels"]] == ["ok"]
+    assert document["inputs"][0]["errors"][0]["line"] == 4
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("label.musimd", "kernel k()\n jump L\n", "2:2: error: undefined label 'L' in kernel k"),
+    ("empty.musimd", "", "1:1: error: no kernel found"),
+])
+def test_bad_input_errors(tmp_path, capsys, name, text, message):
+    source = tmp_path / name
+    source.write_text(text)
+    code, _, err = run_cli(capsys, "analyze", str(source))
+    assert code == 2
+    assert err.strip() == f"{source}:{message}"
+
+
+def test_missing_file_and_unknown_extension(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "analyze", str(tmp_path / "nope.musimd"))
+    assert (code, err.strip()) == (2, f"{tmp_path / 'nope.musimd'}: error: no such file")
+    other = tmp_path / "x.txt"
+    other.write_text("kernel k()\n stop\n")
+    code, _, err = run_cli(capsys, "analyze", str(other))
+    assert code == 2 and "unknown file type '.txt'" in err
+
+
+def test_binary_file_is_refused(tmp_path, capsys):
+    source = tmp_path / "b.musimd"
+    source.write_bytes(b"\xff\xfe\x00kernel")
+    code, _, err = run_cli(capsys, "analyze", str(source))
+    assert code == 2 and "not UTF-8 text" in err
+
+
+def test_run_with_trace_and_counters(capsys):
+    code, out, _ = run_cli(capsys, "run", SUM_TRIANGLE, "--threads", "4", "--warp", "4",
+                           "--param", "c=4", "--param", "m=0", "--param", "v=100",
+                           "--trace")
+    assert code == 0
+    assert "warp instructions:  54" in out
+    assert "divergent branches: 3" in out
+    assert "✓" in out and "•" in out
+
+
+def test_run_json(capsys):
+    code, out, _ = run_cli(capsys, "run", SUM_TRIANGLE, "--threads", "4", "--warp", "4",
+                           "--param", "c=4", "--param", "m=0", "--param", "v=100",
+                           *[f"--shared={k}={k + 1}" for k in range(16)], "--format", "json")
+    assert code == 0
+    document = json.loads(out)
+    assert [document["shared"][str(100 + t)] for t in range(4)] == [0, 6, 7, 24]
+    assert document["registers"]["d"] == [1, 2, 3, 4]
+
+
+def test_runtime_errors_exit_2(tmp_path, capsys):
+    source = tmp_path / "div.musimd"
+    source.write_text("kernel k(n)\n x = 1 / n\n stop\n")
+    code, _, err = run_cli(capsys, "run", str(source), "--threads", "2")
+    assert code == 2
+    assert err.count("\n") == 1 and "division by zero" in err and "kernel k, line 2" in err
+    loop = tmp_path / "loop.musimd"
+    loop.write_text("kernel k()\nL: jump L\n")
+    code, _, err = run_cli(capsys, "run", str(loop), "--max-steps", "1000")
+    assert code == 2 and "did not finish within 1000 warp steps" in err
+
+
+def test_run_usage_errors(capsys):
+    code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--kernel", "nope")
+    assert code == 2 and "no kernel 'nope' (kernels: sumTriangle)" in err
+    code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--param", "zz=1")
+    assert code == 2 and "has no parameter 'zz'" in err
+    code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--param", "c")
+    assert code == 2 and "bad parameter 'c'" in err
+
+
+def test_check_json_contract(capsys):
+    code, out, _ = run_cli(capsys, "check", "--format", "json", SUM_TRIANGLE,
+                           str(SAMPLES / "join_unstructured.musimd"))
+    assert code == 0
+    document = json.loads(out)
+    assert document["violations"] == 0
+    for entry in document["inputs"]:
+        for kernel in entry["kernels"]:
+            assert kernel["status"] == "checked" and kernel["runs"] == 10
+            assert kernel["uses_checked"] > 0 and kernel["violations"] == []
+
+
+def test_check_text(capsys):
+    code, out, _ = run_cli(capsys, "check", SUM_TRIANGLE)
+    assert code == 0
+    assert "kernel sumTriangle: ok: 10 runs" in out
+
+
+def test_check_searches_folders_like_analyze(capsys, tmp_path):
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    for name in ("sumTriangle.musimd", "gather.musimd"):
+        (folder / name).write_text((SAMPLES / name).read_text())
+    assert main(["check", "--format", "json", str(folder)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert sorted(Path(i["path"]).name for i in document["inputs"]) == [
+        "gather.musimd", "sumTriangle.musimd"]
+    assert document["violations"] == 0
+    (tmp_path / "empty").mkdir()
+    assert main(["check", str(tmp_path / "empty")]) == 2
+    assert "no .musimd/.ptx/.simd files" in capsys.readouterr().err
