@@ -67,13 +67,12 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS) -
     driver = get_analysis(analysis)
     result = FileAnalysis(program.path, program.language, [], list(program.diagnostics),
                           dict(program.parse_ms))
-    for kernel in program.kernels:
-        try:
-            kernel_result = driver(kernel)
-        except RuleError as error:
+    for kernel, kernel_result in zip(program.kernels, driver.run(program.kernels),
+                                     strict=True):
+        if isinstance(kernel_result, RuleError):
             result.diagnostics.append(ir.Diagnostic(
-                "error", f"kernel {kernel.name}: {error}", program.path, kernel.loc.line,
-                kernel.loc.column))
+                "error", f"kernel {kernel.name}: {kernel_result}", program.path,
+                kernel.loc.line, kernel.loc.column))
             continue
         kernel_result.timing_ms["parse"] = program.parse_ms.get(kernel.name, 0.0)
         for warning, loc in kernel_result.warnings:

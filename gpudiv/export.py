@@ -22,7 +22,6 @@ line break in Soufflé files: a backslash, tab, newline and carriage return are 
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 import os
 import re
@@ -75,13 +74,8 @@ class ExportResult:
 
 
 def analysis_rule_files(analysis: str) -> list[str]:
-    """The shipped rule files an analysis driver solves with (its module's RULE_FILES)."""
-    driver = get_analysis(analysis)
-    module = inspect.getmodule(driver)
-    files = getattr(module, "RULE_FILES", None)
-    if not files:
-        raise ExportError(f"error: analysis '{analysis}' does not declare its RULE_FILES")
-    return list(files)
+    """The names of the shipped rule files an analysis solves with."""
+    return [Path(path).name for path in get_analysis(analysis).rule_files]
 
 
 def derived_relations(analysis: str) -> list[tuple[str, int]]:

@@ -7,6 +7,8 @@ integers that do not fit clingo's 32-bit integers are never emitted as numbers.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.operators import normalise
@@ -35,6 +37,13 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _namer(namespace: str):
+    """`quote` for names of blocks, loops and variables, with the namespace in front."""
+    if not namespace:
+        return quote
+    return lambda name: quote(namespace + name)
+
+
 def fits(value: int) -> bool:
     """Whether an integer can safely enter a rule as a number."""
     return -INT_LIMIT < value < INT_LIMIT
@@ -55,14 +64,19 @@ def _source_kind(var_kind: str, space: str | None, special_class: str | None) ->
     return None
 
 
-def kernel_facts(ssa: SSAForm) -> list[str]:
-    """All facts of one kernel, one atom per string (without the final dot)."""
+def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
+    """All facts of one kernel, one atom per string (without the final dot).
+
+    `namespace` is put in front of every name of a block, loop or SSA variable (never in
+    front of operators, kinds or spaces), so that the facts of several kernels can share
+    one ground program without their names meeting (`gpudiv.analyses.batch`).
+    """
     cfg = ssa.cfg
     kernel = cfg.kernel
     instrs = kernel.instructions()
     out: list[str] = []
     add = out.append
-    q = quote
+    q = _namer(namespace)
     for node in cfg.graph.nodes:
         add(f"block({q(node)})")
     for u, v in cfg.graph.edges:
@@ -91,8 +105,8 @@ def kernel_facts(ssa: SSAForm) -> list[str]:
             add(f"uniform_hint({q(br.block)})")
     for var in ssa.variables.values():
         name = q(var.name)
-        add(f"var({name},{q(var.source)})")
-        add(f"def_kind({name},{q(var.kind)})")
+        add(f"var({name},{quote(var.source)})")
+        add(f"def_kind({name},{quote(var.kind)})")
         add(f"def_line({name},{var.loc.line})")
         for operand in dict.fromkeys(var.operands):
             add(f"operand({name},{q(operand)})")
@@ -100,7 +114,7 @@ def kernel_facts(ssa: SSAForm) -> list[str]:
         special_class = kernel.specials.get(var.name) if var.kind == "special" else None
         why = _source_kind(var.kind, instr.space if instr else None, special_class)
         if why is not None:
-            add(f"source({name},{q(why)})")
+            add(f"source({name},{quote(why)})")
         if var.kind == "param" or (var.kind == "special" and special_class == "uniform"):
             add(f"uniform_input({name})")
         if var.kind == "special" and var.name in THREAD_ID_NAMES:
@@ -116,7 +130,7 @@ def kernel_facts(ssa: SSAForm) -> list[str]:
         if instr is None:
             continue
         if instr.kind == ir.ASSIGN:
-            _assign_facts(ssa, instrs, var.instruction, name, add)
+            _assign_facts(ssa, instrs, var.instruction, name, add, q)
         if instr.kind == ir.ASSIGN and instr.operator == "copy":
             arg = instr.args[0]
             if isinstance(arg, ir.Const) and fits(arg.value):
@@ -124,12 +138,13 @@ def kernel_facts(ssa: SSAForm) -> list[str]:
             elif var.operands:
                 add(f"copy({name},{q(var.operands[0])})")
         elif instr.kind == ir.LOAD:
-            add(f"load({name},{q(instr.space)},{_operand_atom(ssa, instrs, var.instruction, 0)})")
+            address = _operand_atom(ssa, instrs, var.instruction, 0, q)
+            add(f"load({name},{quote(instr.space)},{address})")
         elif instr.kind == ir.ATOMIC:
-            add(f"atomic({name},{q(instr.space)})")
+            add(f"atomic({name},{quote(instr.space)})")
     for n, instr in enumerate(instrs):
         if instr.kind == ir.STORE and ssa.instruction_block[n]:
-            add(f"store({n},{q(instr.space)},{_operand_atom(ssa, instrs, n, 0)})")
+            add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
     return out
 
 
@@ -143,14 +158,14 @@ def back_edges(cfg: ControlFlowGraph) -> list[tuple[str, str]]:
 
 
 def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, name: str,
-                  add) -> None:
+                  add, q) -> None:
     """`assign_op/2` (normalised operator) and the ordered operands of an assignment."""
     instr = instrs[instruction]
     add(f"assign_op({name},{quote(normalise(instr))})")
     for index, value in enumerate(instr.args):
         used = ssa.uses[instruction][index]
         if used is not None:
-            add(f"arg({name},{index},{quote(used)})")
+            add(f"arg({name},{index},{q(used)})")
         elif isinstance(value, ir.Const) and fits(value.value):
             add(f"arg_const({name},{index},{value.value})")
         else:
@@ -158,15 +173,19 @@ def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, 
 
 
 def _operand_atom(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int,
-                  arg: int) -> str:
+                  arg: int, q) -> str:
     """An operand as a term: the SSA name (quoted) or the integer, or `big` if too large."""
     name = ssa.uses[instruction][arg]
     if name is not None:
-        return quote(name)
+        return q(name)
     value = instrs[instruction].args[arg]
     return str(value.value) if isinstance(value, ir.Const) and fits(value.value) else "big"
 
 
-def facts_text(ssa: SSAForm) -> str:
-    """The facts of one kernel as one ASP program text."""
-    return "".join(f"{atom}.\n" for atom in kernel_facts(ssa))
+def facts_text(ssa: SSAForm, namespace: str = "",
+               relations: Collection[str] | None = None) -> str:
+    """The facts of one kernel as one ASP program text (only `relations`, when given)."""
+    atoms = kernel_facts(ssa, namespace)
+    if relations is None:
+        return "".join(f"{atom}.\n" for atom in atoms)
+    return "".join(f"{atom}.\n" for atom in atoms if atom[:atom.find("(")] in relations)

@@ -66,16 +66,26 @@ def _atom(symbol: clingo.Symbol) -> tuple[str, tuple]:
     several per argument (the accessors were a quarter of the analysis time on PTX);
     atoms with nested terms or classical negation take the accessors.
     """
-    text = str(symbol)
+    parsed = _parse_atom(str(symbol))
+    if parsed is None:
+        return symbol.name, tuple(_value(a) for a in symbol.arguments)
+    return parsed
+
+
+def _parse_atom(text: str) -> tuple[str, tuple] | None:
+    """Name and argument values of a printed atom whose arguments are all strings,
+    integers or constants; None for anything else (nested terms, classical negation)."""
+    if text[0] == "-":
+        return None
     open_at = text.find("(")
     if open_at < 0:
-        return (text, ()) if text[0] != "-" else (symbol.name, ())
+        return text, ()
     values, position, end = [], open_at + 1, len(text) - 1
     while position < end:
         match = _ARGUMENT.match(text, position)
         after = match.end() if match else -1
-        if match is None or text[after] not in ",)" or text[0] == "-":
-            return symbol.name, tuple(_value(a) for a in symbol.arguments)
+        if match is None or text[after] not in ",)":
+            return None
         string, number, constant = match.groups()
         if string is not None:
             if "\\" in string:
@@ -176,15 +186,10 @@ def _undefined_error(messages: list[str], known: set[tuple[str, int]]) -> str | 
     return None
 
 
-def solve(rule_files: list[Path | str], facts: str, extra: str = "",
-          show: list[tuple[str, int]] | None = None,
-          known: set[tuple[str, int]] | None = None) -> SolveResult:
-    """Ground and solve facts with the rule files; return the atoms of the first model.
-
-    With `known` (the signatures a user's rule may read without defining them: the input
-    relations), an atom of a user's rule file over any other predicate that no rule derives
-    is an error (a misspelt relation), reported at the user's file:line:col.
-    """
+def _ground_and_solve(rule_files: list[Path | str], program: str,
+                      show: list[tuple[str, int]] | None,
+                      known: set[tuple[str, int]] | None) -> SolveResult:
+    """One clingo run: the shown symbols of the first model, times and counts (see `solve`)."""
     messages: list[str] = []
     undefined: list[str] = []
     # Errors stop; infos (e.g. "operation undefined", which the affine rules rely on for
@@ -203,7 +208,7 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     try:
         for path in rule_files:
             control.load(str(path))
-        control.add("base", [], facts + extra)
+        control.add("base", [], program)
         if show is not None:
             control.add("base", [], "".join(f"#show {n}/{a}.\n" for n, a in show))
     except RuntimeError as error:
@@ -234,10 +239,71 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     if not outcome.satisfiable:
         raise RuleError("error: the rules have no answer set for these facts")
     result.symbols = model_symbols
-    for symbol in model_symbols:
-        name, arguments = _atom(symbol)
-        result.atoms[name].append(arguments)
     stats = control.statistics.get("problem", {}).get("lp", {})
     result.atom_count = int(stats.get("atoms", 0))
     result.rule_count = int(stats.get("rules", 0))
     return result
+
+
+def solve(rule_files: list[Path | str], facts: str, extra: str = "",
+          show: list[tuple[str, int]] | None = None,
+          known: set[tuple[str, int]] | None = None) -> SolveResult:
+    """Ground and solve facts with the rule files; return the atoms of the first model.
+
+    With `known` (the signatures a user's rule may read without defining them: the input
+    relations), an atom of a user's rule file over any other predicate that no rule derives
+    is an error (a misspelt relation), reported at the user's file:line:col.
+    """
+    result = _ground_and_solve(rule_files, facts + extra, show, known)
+    for symbol in result.symbols:
+        name, arguments = _atom(symbol)
+        result.atoms[name].append(arguments)
+    return result
+
+
+class NotSeparable(Exception):
+    """A shown atom of a joint solve names no kernel's namespace (or has nested terms)."""
+
+
+# The namespace of the i-th kernel of a joint solve: "i|" in front of its names. `|` is in
+# no identifier of μ-SIMD or PTX; `solve_together` refuses facts that contain it anyway.
+NAMESPACE_MARK = "|"
+_NAMESPACED = re.compile(r'"(\d+)\|')
+
+
+def namespace(index: int) -> str:
+    """The prefix of the names of the `index`-th kernel in a joint solve."""
+    return f"{index}{NAMESPACE_MARK}"
+
+
+def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: str = "",
+                   ) -> dict[int, SolveResult]:
+    """Solve the facts of several kernels in one clingo run; one result per kernel.
+
+    `facts[i]` must name every block, loop and variable with `namespace(i)` in front
+    (`gpudiv.facts.facts_text(ssa, namespace(i))`) and the rules must never relate two
+    names of different kernels, as the shipped ones never do: then the joint answer set is
+    the union of the kernels' own ones. Each shown atom goes to the kernel whose namespace
+    it names, with the namespace taken off. Ground and solve times and atom and rule
+    counts are shared out in proportion to the size of each kernel's facts (clingo
+    measures them for the whole run). `NotSeparable` when a shown atom names no kernel,
+    names two, or has nested terms.
+    """
+    result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None)
+    results = {i: SolveResult() for i in facts}
+    for symbol in result.symbols:
+        text = str(symbol)
+        match = _NAMESPACED.search(text)
+        own = results.get(int(match[1])) if match else None
+        stripped = text.replace(match[0], '"') if own is not None else ""
+        parsed = _parse_atom(stripped) if own is not None else None
+        if parsed is None or _NAMESPACED.search(stripped):
+            raise NotSeparable(text)
+        own.atoms[parsed[0]].append(parsed[1])
+    total = sum(len(f) for f in facts.values()) or 1
+    for i, own in results.items():
+        share = len(facts[i]) / total
+        own.ground_ms, own.solve_ms = result.ground_ms * share, result.solve_ms * share
+        own.atom_count = round(result.atom_count * share)
+        own.rule_count = round(result.rule_count * share)
+    return results

@@ -13,23 +13,19 @@ rules/affine.lp): `sub_linear`, `cmp_difference`, `shl_linear`, `neg_linear`, `f
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from gpudiv import ir
+from gpudiv.analyses.driver import Analysis
 from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
     branch_results,
     undefined_variable_warnings,
 )
-from gpudiv.analyses.simple import (
-    HIDDEN_KINDS,
-    _gates,
-    first_reasons,
-    joins_by_block,
-    prepare,
-    timed_facts,
-)
+from gpudiv.analyses.simple import HIDDEN_KINDS, _gates, first_reasons, joins_by_block
 from gpudiv.solve import SolveResult, shipped_rule, solve
+from gpudiv.ssa import SSAForm
 
 RULE_FILES = ("cfg.lp", "affine.lp")
 DEGREE_RULES = {1: (), 2: ("affine2.lp",)}
@@ -71,13 +67,9 @@ def coefficients(solved: SolveResult, degree: int) -> dict[str, Coefficients]:
     return values
 
 
-def analyze_kernel(kernel: ir.Kernel, name: str = "affine", degree: int = 1,
-                   options: Mapping[str, bool] | None = None,
-                   extra_rules: tuple[str, ...] = ()) -> KernelResult:
-    """Run the affine divergence analysis of the given degree on one kernel."""
-    ssa, ssa_ms = prepare(kernel)
-    facts, facts_ms = timed_facts(ssa)
-    solved = solve_affine(facts, degree, options, extra_rules)
+def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult,
+                 timing: dict[str, float], degree: int = 1) -> KernelResult:
+    """The typed result of an affine analysis of the given degree from its solved atoms."""
     values = coefficients(solved, degree)
     classes = dict(solved.relation("affine_class"))
     constants = dict(solved.relation("affine_constant"))
@@ -99,6 +91,21 @@ def analyze_kernel(kernel: ir.Kernel, name: str = "affine", degree: int = 1,
     relations["divergent_loop_exit"] = list(relations.get("affine_divergent_loop_exit", []))
     return KernelResult(
         kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
-        ssa, {"ssa": ssa_ms, "facts": facts_ms, "ground": solved.ground_ms,
-              "solve": solved.solve_ms},
-        {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings, relations)
+        ssa, timing, {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
+        relations)
+
+
+def analysis(name: str = "affine", degree: int = 1, options: Mapping[str, bool] | None = None,
+             extra_rules: tuple[str, ...] = ()) -> Analysis:
+    """An affine analysis as a driver (`Analysis.run` for many kernels at once)."""
+    if degree not in DEGREE_RULES:
+        raise ValueError(f"unsupported degree {degree} (1 or 2)")
+    files = tuple(shipped_rule(f) for f in RULE_FILES + DEGREE_RULES[degree]) + extra_rules
+    return Analysis(name, files, partial(build_result, degree=degree), option_facts(options))
+
+
+def analyze_kernel(kernel: ir.Kernel, name: str = "affine", degree: int = 1,
+                   options: Mapping[str, bool] | None = None,
+                   extra_rules: tuple[str, ...] = ()) -> KernelResult:
+    """Run the affine divergence analysis of the given degree on one kernel."""
+    return analysis(name, degree, options, extra_rules)(kernel)

@@ -12,9 +12,16 @@ from collections.abc import Mapping
 
 from gpudiv import ir
 from gpudiv.analyses import affine
+from gpudiv.analyses.driver import Analysis
 from gpudiv.analyses.results import KernelResult
 
 RULE_FILES = affine.RULE_FILES + affine.DEGREE_RULES[2]
+
+
+def analysis(name: str = "affine2", options: Mapping[str, bool] | None = None,
+             extra_rules: tuple[str, ...] = ()) -> Analysis:
+    """The degree-2 affine analysis as a driver (`Analysis.run` for many kernels at once)."""
+    return affine.analysis(name, 2, options, extra_rules)
 
 
 def analyze_kernel(kernel: ir.Kernel, name: str = "affine2",

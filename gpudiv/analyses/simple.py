@@ -7,33 +7,21 @@ turns atoms into typed results.
 
 from __future__ import annotations
 
-import time
-
 from gpudiv import ir
+from gpudiv.analyses.driver import Analysis
 from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
     branch_results,
     undefined_variable_warnings,
 )
-from gpudiv.cfg import build_cfg
-from gpudiv.facts import facts_text
-from gpudiv.perf import paused_gc
-from gpudiv.solve import SolveResult, shipped_rule, solve
-from gpudiv.ssa import SSAForm, SSAVar, build_ssa
+from gpudiv.solve import SolveResult, shipped_rule
+from gpudiv.ssa import SSAForm, SSAVar
 
 RULE_FILES = ("cfg.lp", "divergence.lp")
 
 # Variables that are not program variables of the kernel and so are not listed.
 HIDDEN_KINDS = ("special", "undef")
-
-
-def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
-    """CFG and SSA of a kernel, and the milliseconds it took."""
-    start = time.perf_counter()
-    with paused_gc():
-        ssa = build_ssa(build_cfg(kernel))
-    return ssa, (time.perf_counter() - start) * 1000
 
 
 def _gates(var: SSAVar, joins: dict[str, list[str]]) -> list[str]:
@@ -43,14 +31,6 @@ def _gates(var: SSAVar, joins: dict[str, list[str]]) -> list[str]:
     if var.phi_kind == "gamma":
         return joins.get(var.block, [])
     return []
-
-
-def timed_facts(ssa: SSAForm) -> tuple[str, float]:
-    """The facts of an SSA form and the milliseconds it took to write them."""
-    start = time.perf_counter()
-    with paused_gc():
-        facts = facts_text(ssa)
-    return facts, (time.perf_counter() - start) * 1000
 
 
 def first_reasons(triples: list[tuple]) -> dict[str, tuple[str, str]]:
@@ -69,11 +49,9 @@ def joins_by_block(solved: SolveResult) -> dict[str, list[str]]:
     return joins
 
 
-def analyze_kernel(kernel: ir.Kernel, name: str = "simple") -> KernelResult:
-    """Run the simple divergence analysis on one kernel."""
-    ssa, ssa_ms = prepare(kernel)
-    facts, facts_ms = timed_facts(ssa)
-    solved = solve([shipped_rule(f) for f in RULE_FILES], facts)
+def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult,
+                 timing: dict[str, float]) -> KernelResult:
+    """The typed result of the simple analysis from its solved atoms."""
     divergent = solved.unary("divergent")
     constants = {v: k for v, k in solved.relation("constant")}
     reasons = first_reasons(solved.relation("reason"))
@@ -95,7 +73,15 @@ def analyze_kernel(kernel: ir.Kernel, name: str = "simple") -> KernelResult:
     warnings = undefined_variable_warnings(ssa)
     return KernelResult(
         kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
-        ssa, {"ssa": ssa_ms, "facts": facts_ms, "ground": solved.ground_ms,
-              "solve": solved.solve_ms},
-        {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
+        ssa, timing, {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
         dict(solved.atoms))
+
+
+def analysis(name: str = "simple") -> Analysis:
+    """The simple analysis as a driver (`Analysis.run` for many kernels at once)."""
+    return Analysis(name, tuple(shipped_rule(f) for f in RULE_FILES), build_result)
+
+
+def analyze_kernel(kernel: ir.Kernel, name: str = "simple") -> KernelResult:
+    """Run the simple divergence analysis on one kernel."""
+    return analysis(name)(kernel)
