@@ -61,9 +61,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         render_check(checked, sys.stdout)
-    if any(r.violations for _, reports in checked for r in reports):
+    reports = [r for _, file_reports in checked for r in file_reports]
+    if any(r.violations for r in reports):
         return EXIT_VIOLATION
-    return EXIT_ERROR if failed else EXIT_OK
+    if failed:
+        return EXIT_ERROR
+    if args.require_all and any(r.status == "not-executed" for r in reports):
+        return EXIT_VIOLATION
+    return EXIT_OK
 
 
 def _parse_assignments(items: list[str], what: str, key_type=str) -> dict:
@@ -168,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
     check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--require-all", action="store_true",
+                       help="exit status 1 when a kernel could not be executed (as for a "
+                            "violated claim): nothing goes unchecked in CI")
     check.add_argument("--reconvergence", choices=("auto", "sync", "ipdom"), default="auto",
                      help="auto: sync if the kernel has sync instructions, else ipdom")
     check.set_defaults(handler=cmd_check)

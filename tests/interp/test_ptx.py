@@ -624,6 +624,17 @@ def test_check_lists_a_kernel_it_cannot_execute_with_the_reason():
     assert [(r.status, "trap" in r.reason) for r in reports] == [("not-executed", True)]
 
 
+def test_cli_check_require_all_fails_on_a_kernel_it_cannot_execute(capsys, tmp_path):
+    trapping = tmp_path / "trap.ptx"
+    trapping.write_text(WRAP.format(body="	trap;"))
+    code, out, _ = cli(capsys, "check", str(trapping))
+    assert code == 0 and "1 not executed" in out.strip().splitlines()[-1]
+    code, out, _ = cli(capsys, "check", "--require-all", str(trapping))
+    assert code == 1 and "1 not executed" in out.strip().splitlines()[-1]
+    code, _, _ = cli(capsys, "check", "--require-all", str(CUDA / "vector_ops.O3.ptx"))
+    assert code == 0
+
+
 # ---------------------------------------------------------------------------------------
 # Pieces: arithmetic to the bit, PDOM reconvergence, collectives, memory, counters
 # ---------------------------------------------------------------------------------------
