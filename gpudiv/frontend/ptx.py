@@ -1050,7 +1050,7 @@ class _KernelLowering:
                 return  # bar.warp.sync (__syncwarp): no block-wide effect, dropped
             hidden = {"hidden_args": self.values(frame, ops)} if ops else {}
             produced = [self.instr(frame, pi, ir.BARRIER, attrs=hidden)]
-            if root == "bar" and "red" in mods and ops:
+            if "red" in mods and ops:  # bar.red, barrier.red, barrier.cta.red
                 hidden = {"hidden_args": self.values(frame, ops[1:]),
                           **self.operand_notes(frame, ops[1:])}
                 produced += [self.instr(frame, pi, ir.ASSIGN, dest=d, operator=opcode,

@@ -651,6 +651,8 @@ class _Op:
     taken_when: int = 1  # bnz: 1, bz: 0, brx.idx: the case index (see `case`)
     case: int | None = None
     message: str = ""
+    # bar.red: the reduction ("popc", "and" or "or") and each lane's vote (see `_release`)
+    reduction: tuple[str, Callable] | None = None
 
 
 class _Machine:
@@ -666,6 +668,7 @@ class _Machine:
         self.memory = _Memory(kernel, launch, self.threads)
         self.counters = Counters(warp_width=WARP_SIZE)
         self.steps = 0
+        self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
         self.types = register_types(kernel)
         self.regs: dict[str, np.ndarray] = {}
@@ -859,6 +862,9 @@ class _Machine:
                 op.cond = self._guard(str(guard))
         elif kind_ == ir.SYNC:
             op.code = NOP
+        elif kind_ == ir.ASSIGN and opcode.split(".")[0] in ("bar", "barrier") \
+                and "red" in opcode.split("."):
+            op.fn, op.reduction = self._barrier_reduction(instr, opcode)
         elif kind_ == ir.ASSIGN:
             op.fn = self._assign(instr, opcode)
         elif kind_ == ir.LOAD:
@@ -1105,6 +1111,28 @@ class _Machine:
             values = np.broadcast_to(np.asarray(get(sel)), lanes.shape)[mask]
             write(sel, reduce.reduce(values) if len(values) else dtype(type_)(0))
         return redux
+
+    def _barrier_reduction(self, instr: ir.Instruction,
+                           opcode: str) -> tuple[Callable, tuple[str, Callable]]:
+        """bar.red.popc.u32 / bar.red.and.pred / bar.red.or.pred d, a{, b}, {!}c: the
+        lowering puts the barrier just before this; when it releases, `_release` reduces
+        the votes of every thread of the block and this writes the result to all lanes."""
+        parts = opcode.split(".")
+        mode = next((p for p in parts[1:] if p in ("popc", "and", "or")), None)
+        hidden = tuple(instr.attrs.get("hidden_args", ()))
+        if mode is None or len(hidden) < 2 or instr.dest is None:
+            raise Unsupported(f"unsupported instruction '{opcode}'")
+        pred = self._get(hidden[-1], "pred")
+        flip = len(hidden) - 1 in set(instr.attrs.get("negated", ()))
+        write = _writer(self.regs[instr.dest], "u32" if mode == "popc" else "pred")
+
+        def votes(sel, lanes) -> np.ndarray:
+            vote = np.broadcast_to(np.asarray(pred(sel), dtype=bool), lanes.shape)
+            return ~vote if flip else vote
+
+        def result(sel, lanes, warp):
+            write(sel, self.block_reduction)
+        return result, (mode, votes)
 
     # -- memory --------------------------------------------------------------------------
     def _address(self, instr: ir.Instruction, base: ir.Operand) -> tuple[str, Callable]:
@@ -1393,9 +1421,30 @@ class _Machine:
                 raise self._error(waiting.waiting, waiting.stack[0][2], waiting.index,
                                   f"barrier not reached by all warps (warp(s) {gone} "
                                   f"finished without it)")
-            for warp in live:
-                warp.stack[-1][0] = warp.waiting + 1
-                warp.waiting = None
+            self._release(live)
+
+    def _release(self, warps: list[_Warp]) -> None:
+        """Every warp of the block waits at a barrier: compute a bar.red's value from the
+        votes of all threads (each warp's lanes at the barrier), then let the warps go on."""
+        after = {w.waiting + 1 for w in warps}
+        reductions = {self.ops[pc].reduction for pc in after if pc < self.end} - {None}
+        if reductions:
+            first = warps[0]
+            if len(after) > 1:
+                raise self._error(first.waiting, first.stack[-1][2], first.index,
+                                  "warps of the block wait at different barriers, one of "
+                                  "them a bar.red")
+            ((mode, votes),) = reductions
+            lane_votes = [votes(w.stack[-1][3], w.stack[-1][2]) for w in warps]
+            if mode == "popc":
+                self.block_reduction = np.uint32(sum(int(v.sum()) for v in lane_votes))
+            elif mode == "and":
+                self.block_reduction = np.bool_(all(v.all() for v in lane_votes))
+            else:
+                self.block_reduction = np.bool_(any(v.any() for v in lane_votes))
+        for warp in warps:
+            warp.stack[-1][0] = warp.waiting + 1
+            warp.waiting = None
 
     def _run_warp(self, warp: _Warp) -> None:
         stack = warp.stack

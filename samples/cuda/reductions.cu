@@ -57,3 +57,23 @@ extern "C" __global__ void dot_product(const float *a, const float *b, float *re
     }
     if (threadIdx.x == 0) atomicAdd(result, cache[0]);
 }
+
+// Block-wide votes: __syncthreads_count/_and/_or (bar.red) give every thread of the block
+// the same value, so a test of that value is uniform.
+// expect: (any_negative) uniform; (threadIdx.x == 0) divergent
+extern "C" __global__ void block_vote_counts(const int *in, int *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int v = (i < n) ? in[i] : 0;
+    int positives = __syncthreads_count(v > 0);
+    int all_nonzero = __syncthreads_and(v != 0);
+    int any_negative = __syncthreads_or(v < 0);
+    if (any_negative) {
+        positives = -positives;
+    }
+    if (threadIdx.x == 0) {
+        out[3 * blockIdx.x] = positives;
+        out[3 * blockIdx.x + 1] = all_nonzero;
+        out[3 * blockIdx.x + 2] = any_negative;
+    }
+}

@@ -140,6 +140,53 @@ def test_reduce_max_interleaved_and_dot_product(variant):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
+def test_block_votes_bar_red_popc_and_or(variant):
+    """__syncthreads_count/_and/_or (bar.red): one value per block, all its warps voting."""
+    n, block = 700, 256
+    values = rng(14).integers(-3, 10, n).astype(np.int32)
+    values[:block] = np.abs(values[:block]) + 1  # block 0: all positive, none negative
+    blocks = cdiv(n, block)
+    _, out, _ = run("reductions", variant, "block_vote_counts", blocks, block, values,
+                    np.zeros(3 * blocks, np.int32), n)
+    padded = np.zeros(blocks * block, np.int32)
+    padded[:n] = values
+    expected = []
+    for b in range(blocks):
+        v = padded[b * block:(b + 1) * block]
+        positives, any_negative = int((v > 0).sum()), int((v < 0).any())
+        expected += [-positives if any_negative else positives, int((v != 0).all()),
+                     any_negative]
+    assert list(out) == expected
+    assert expected[:3] == [block, 1, 0] and expected[5] == 1  # both outcomes are covered
+
+
+def test_bar_red_waits_for_every_warp_of_the_block():
+    """A warp that leaves without the bar.red is an error, not a count of fewer threads."""
+    body = """	setp.gt.u32 %p1, %r2, 31;
+	@%p1 bra $DONE;
+	bar.red.popc.u32 %r3, 0, %p1;
+$DONE:"""
+    error = error_of(body, block=(64, 1, 1))
+    assert "barrier not reached by all warps" in str(error)
+
+
+@pytest.mark.parametrize("spelling", ["bar.red", "barrier.red", "barrier.cta.red"])
+def test_bar_red_negated_vote_and_predicate_result(spelling):
+    body = f"""	setp.ge.u32 %p2, %r2, 10;
+	{spelling}.popc.u32 %r3, 0, !%p2;
+	{spelling}.and.pred %p3, 0, %p2;
+	selp.u32 %r4, 100, 0, %p3;
+	add.u32 %r5, %r3, %r4;
+	mul.wide.u32 %rd2, %r2, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r5;"""
+    kernel = kernel_of(body)
+    out = np.zeros(64, np.int32)
+    result = run_ptx_kernel(kernel, PtxLaunch(block=(64, 1, 1), args={0: out, 1: 0}))
+    assert list(result.buffers[kernel.params[0]]) == [10] * 64  # 10 votes, not all of them
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_warp_shuffles_ballot_and_aggregation(variant):
     n = 200
     r = rng(5)
@@ -498,11 +545,11 @@ def test_oracle_on_samples(path):
 
 
 def test_the_executable_sample_kernels_are_all_there():
-    """56 CUDA kernels in two PTX variants, 6 legacy-dialect kernels: all of them executed
+    """57 CUDA kernels in two PTX variants, 6 legacy-dialect kernels: all of them executed
     by test_oracle_on_samples (a kernel lost by the front end would shrink the count)."""
     cuda = sum(len(program(p).kernels) for p in CUDA.glob("*.ptx"))
     legacy = sum(len(program(p).kernels) for p in ROOT.glob("samples/ptx_legacy/*.ptx"))
-    assert (cuda, legacy) == (112, 6)
+    assert (cuda, legacy) == (114, 6)
 
 
 def test_every_pointer_parameter_of_the_samples_is_found():
