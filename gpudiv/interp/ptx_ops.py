@@ -4,10 +4,12 @@
 end recorded in `attrs`) into the PTX types its operands are read as, the type of its
 result and a function from operand arrays to the result array. Values are bit-exact to the
 PTX type: integers wrap at their width (NumPy fixed-width arithmetic), `.f32` is computed
-in float32 and `.f64` in float64 (IEEE round-to-nearest-even; other float rounding modes
-of `add/mul/…` are computed as `.rn`), `.f16` in float16. The transcendental `.approx`
-instructions (`sin cos lg2 ex2 rsqrt tanh`) are computed in float64 and rounded to the
-type, so they are at least as accurate as the hardware, not equal to it.
+in float32 and `.f64` in float64 (IEEE round-to-nearest-even), `.f16` in float16; the
+directed rounding modes `.rz/.rm/.rp` of `add sub mul fma mad div rcp cvt` are computed
+exactly (`gpudiv.interp.float_rounding`), and `sqrt` with one of them is `Unsupported`.
+The transcendental `.approx` instructions (`sin cos lg2 ex2 rsqrt tanh`) are computed in
+float64 and rounded to the type, so they are at least as accurate as the hardware, not
+equal to it.
 
 Anything outside the table raises `Unsupported` with a one-line reason; the interpreter
 then stops the kernel when (and only when) the instruction is executed.
@@ -20,6 +22,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
+
+from gpudiv.interp import float_rounding
+from gpudiv.interp.float_rounding import DIRECTED, directed
 
 # PTX type → (bit width, kind): kind "u" unsigned/bit, "s" signed, "f" float, "p" predicate.
 TYPES: dict[str, tuple[int, str]] = {
@@ -195,6 +200,24 @@ def _float_in(spec: OpSpec, type_: str) -> Callable:
     return lambda x: x
 
 
+def _direction(spec: OpSpec, type_: str) -> str | None:
+    """The directed rounding (`rz`, `rm`, `rp`) a float instruction names, if any."""
+    mode = next((m for m in spec.mods if m in DIRECTED), None)
+    if mode is not None and type_ not in ("f16", "f32", "f64"):
+        raise Unsupported(f"'{spec.opcode}': directed rounding to {type_}")
+    return mode
+
+
+def _float_op(spec: OpSpec, type_: str, nearest: Callable, exact: Callable) -> Callable:
+    """A float instruction: `nearest` on NumPy arrays, or, when the instruction names a
+    directed rounding, `exact` (a `float_rounding.exact_*`) rounded in that direction;
+    `.ftz` and `.sat` applied around it."""
+    post, pre = _float_post(spec, type_), _float_in(spec, type_)
+    mode = _direction(spec, type_)
+    op = directed(exact, nearest, mode, type_) if mode else nearest
+    return lambda *operands: post(op(*(pre(x) for x in operands)))
+
+
 def _limits(type_: str) -> tuple[int, int]:
     width, k = TYPES[type_]
     if k == "s":
@@ -344,10 +367,11 @@ def _add_sub(spec: OpSpec) -> Semantics:
     if kind(t) == "f":
         if t not in ("f32", "f64", "f16"):
             raise Unsupported(f"'{spec.opcode}': type {t}")
-        post, pre = _float_post(spec, t), _float_in(spec, t)
         if subtract:
-            return Semantics([t, t], t, lambda a, b: post(pre(a) - pre(b)))
-        return Semantics([t, t], t, lambda a, b: post(pre(a) + pre(b)))
+            return Semantics([t, t], t, _float_op(spec, t, lambda a, b: a - b,
+                                                  float_rounding.exact_sub))
+        return Semantics([t, t], t, _float_op(spec, t, lambda a, b: a + b,
+                                              float_rounding.exact_add))
     t = canonical(t)
     dt = dtype(t)
     types = [t] * n + (["u32"] if carry_in else [])
@@ -397,8 +421,8 @@ def _mul(spec: OpSpec) -> Semantics:
     t = _type_of(spec)
     mods = spec.mods
     if kind(t) == "f":
-        post, pre = _float_post(spec, t), _float_in(spec, t)
-        return Semantics([t, t], t, lambda a, b: post(pre(a) * pre(b)))
+        return Semantics([t, t], t, _float_op(spec, t, lambda a, b: a * b,
+                                              float_rounding.exact_mul))
     t = canonical(t)
     if "wide" in mods:
         if bits(t) > 32:
@@ -428,9 +452,7 @@ def _mad(spec: OpSpec) -> Semantics:
     mods = spec.mods
     root = spec.root
     if kind(t) == "f":
-        post, pre = _float_post(spec, t), _float_in(spec, t)
-        fused = _fma(t)
-        return Semantics([t, t, t], t, lambda a, b, c: post(fused(pre(a), pre(b), pre(c))))
+        return Semantics([t, t, t], t, _float_op(spec, t, _fma(t), float_rounding.exact_fma))
     t = canonical(t)
     dt = dtype(t)
     carry_in = root == "madc"
@@ -498,8 +520,8 @@ def _div_rem(spec: OpSpec) -> Semantics:
     if kind(t) == "f":
         if spec.root == "rem":
             raise Unsupported(f"'{spec.opcode}'")
-        post, pre = _float_post(spec, t), _float_in(spec, t)
-        return Semantics([t, t], t, lambda a, b: post(pre(a) / pre(b)))
+        return Semantics([t, t], t, _float_op(spec, t, lambda a, b: a / b,
+                                              float_rounding.exact_div))
     t = canonical(t)
     dt = dtype(t)
     is_signed = kind(t) == "s"
@@ -737,9 +759,17 @@ def _cvt(spec: OpSpec) -> Semantics:
             fn = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[rounding]
             return Semantics([source], dest,
                              lambda a: post(np.asarray(fn(pre(a))).astype(ddt)))
-        return Semantics([source], dest, lambda a: post(np.asarray(pre(a)).astype(ddt)))
-    if kind(dest) == "f":  # integer → float (round to nearest)
-        return Semantics([source], dest, lambda a: post(np.asarray(a).astype(ddt)))
+        mode = _direction(spec, dest)
+        if mode is None:
+            return Semantics([source], dest, lambda a: post(np.asarray(pre(a)).astype(ddt)))
+        narrow = directed(float_rounding.exact_value, lambda a: np.asarray(a).astype(ddt),
+                          mode, dest)
+        return Semantics([source], dest, lambda a: post(narrow(pre(a))))
+    if kind(dest) == "f":  # integer → float (round to nearest unless directed)
+        mode = _direction(spec, dest)
+        if mode is None:
+            return Semantics([source], dest, lambda a: post(np.asarray(a).astype(ddt)))
+        return Semantics([source], dest, lambda a: post(_int_to_float(a, mode, dest)))
     if sat:
         low, high = _limits(dest)
 
@@ -753,6 +783,14 @@ def _cvt(spec: OpSpec) -> Semantics:
             return np.clip(a.astype(np.int64), low, high).astype(ddt)
         return Semantics([source], dest, saturate)
     return Semantics([source], dest, lambda a: np.asarray(a).astype(ddt))
+
+
+def _int_to_float(a, mode: str, dest: str):
+    """Integers (any width, exactly) rounded in a directed mode to a float type."""
+    values = np.atleast_1d(np.asarray(a))
+    out = np.array([float_rounding.round_rational(Fraction(int(v)), mode, dest)
+                    for v in values.tolist()], dtype=dtype(dest))
+    return out if np.ndim(a) else out[0]
 
 
 def _cvt_bf16(spec: OpSpec, dest: str, source: str) -> Semantics:
@@ -905,6 +943,11 @@ def _unary_float(spec: OpSpec) -> Semantics:
     post, pre = _float_post(spec, t), _float_in(spec, t)
     root = spec.root
     exact = root in ("sqrt", "rcp") and "approx" not in spec.mods
+    if _direction(spec, t) is not None:
+        if root != "rcp" or not exact:
+            raise Unsupported(f"'{spec.opcode}': directed rounding of {root} is not computed")
+        return Semantics([t], t, _float_op(spec, t, lambda a: (1.0 / a).astype(dt),
+                                           float_rounding.exact_rcp))
     functions = {
         "sqrt": np.sqrt, "rcp": lambda x: 1.0 / x, "rsqrt": lambda x: 1.0 / np.sqrt(x),
         "sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2, "tanh": np.tanh,

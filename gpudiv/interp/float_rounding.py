@@ -1,0 +1,132 @@
+"""Directed IEEE rounding (`.rz`, `.rm`, `.rp`) of float results, exactly.
+
+NumPy computes only in round-to-nearest-even. For the PTX instructions that name another
+rounding direction (`add.rz.f32`, `fma.rm.f64`, `div.rp.f32`, `cvt.rz.f32.f64`, …) the
+interpreter computes the exact result as a rational number, lane by lane, and rounds it
+to the destination format in the named direction. Such instructions are rare in real
+kernels, so exactness matters more than speed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+
+import numpy as np
+
+DIRECTED = ("rz", "rm", "rp")
+
+# precision (significand bits, hidden bit included), smallest normal exponent, largest
+# exponent of the IEEE formats PTX names
+_FORMATS = {"f16": (11, -14, 15), "f32": (24, -126, 127), "f64": (53, -1022, 1023)}
+_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _round_integer(value: Fraction, mode: str) -> int:
+    """An exact non-negative rational rounded to an integer: down, or up for `up`."""
+    floor = value.numerator // value.denominator
+    return floor + 1 if mode == "up" and floor != value else floor
+
+
+def round_rational(value: Fraction, mode: str, type_: str) -> float:
+    """`value` rounded in the direction `mode` (rz, rm, rp) to the format `type_`: a Python
+    float holding a value of that format (±inf where it overflows away from zero)."""
+    precision, emin, emax = _FORMATS[type_]
+    if value == 0:
+        return 0.0
+    negative = value < 0
+    magnitude = -value if negative else value
+    # toward zero rounds the magnitude down; rm/rp round it down or up by the sign
+    up = (mode == "rp" and not negative) or (mode == "rm" and negative)
+    exponent = max(magnitude.numerator.bit_length() - magnitude.denominator.bit_length(),
+                   emin)
+    if Fraction(2) ** exponent > magnitude:
+        exponent -= 1
+    exponent = max(exponent, emin)
+    quantum = Fraction(2) ** (exponent - precision + 1)
+    units = _round_integer(magnitude / quantum, "up" if up else "down")
+    result = units * quantum
+    largest = (2 - Fraction(2) ** (1 - precision)) * Fraction(2) ** emax
+    if result > largest:
+        result_float = float("inf") if up else float(largest)
+    else:
+        result_float = float(result)  # exact: the result is a value of the format
+    return -result_float if negative else result_float
+
+
+def _sum_zero(addends: Sequence[float], mode: str) -> float:
+    """The signed zero of an exactly zero sum (IEEE 754 §6.3): +0 unless rounding toward
+    −∞, then −0; a sum of zeros that all have one sign keeps it."""
+    signs = {np.signbit(a) for a in addends}
+    if len(signs) == 1 and all(a == 0 for a in addends):
+        return -0.0 if signs == {True} else 0.0
+    return -0.0 if mode == "rm" else 0.0
+
+
+def directed(exact: Callable[..., tuple[Fraction, Sequence[float] | None]],
+             nearest: Callable, mode: str, type_: str) -> Callable:
+    """A lane-wise function rounding `exact(*operands)` in `mode` to `type_`.
+
+    `exact` gets the operands of one lane as Python floats (all finite) and returns the
+    exact result and, for a sum, its addends (for the sign of an exact zero; None: the
+    nearest result's zero is right). Lanes with an infinite or NaN operand, or a division
+    by zero, take `nearest` (NumPy's round-to-nearest result): their results do not depend
+    on the rounding direction.
+    """
+    dt = _DTYPES[type_]
+
+    def fn(*operands):
+        arrays = np.broadcast_arrays(*(np.atleast_1d(np.asarray(o, dtype=np.float64))
+                                       for o in operands))
+        with np.errstate(all="ignore"):  # infinities and NaN are results here
+            out = np.array(nearest(*arrays), dtype=dt)
+        out = np.broadcast_to(out, arrays[0].shape).copy()
+        for lane, values in enumerate(zip(*(a.tolist() for a in arrays), strict=True)):
+            if not all(np.isfinite(values)):
+                continue
+            try:
+                value, addends = exact(*values)
+            except ZeroDivisionError:
+                continue
+            if value == 0:
+                out[lane] = _sum_zero(addends, mode) if addends is not None else out[lane]
+            else:
+                out[lane] = round_rational(value, mode, type_)
+        return out if np.ndim(operands[0]) or len(out) != 1 else out[0]
+    return fn
+
+
+def exact_add(a: float, b: float):
+    """a + b."""
+    return Fraction(a) + Fraction(b), (a, b)
+
+
+def exact_sub(a: float, b: float):
+    """a − b (the addends a and −b)."""
+    return Fraction(a) - Fraction(b), (a, -b)
+
+
+def exact_mul(a: float, b: float):
+    """a × b."""
+    return Fraction(a) * Fraction(b), None
+
+
+def exact_fma(a: float, b: float, c: float):
+    """a × b + c, rounded once."""
+    product = a * b if a * b != 0 else (-0.0 if np.signbit(a) != np.signbit(b) else 0.0)
+    return Fraction(a) * Fraction(b) + Fraction(c), (product, c)
+
+
+def exact_div(a: float, b: float):
+    """a / b (ZeroDivisionError for b = 0)."""
+    return Fraction(a) / Fraction(b), None
+
+
+def exact_rcp(a: float):
+    """1 / a (ZeroDivisionError for a = 0)."""
+    return 1 / Fraction(a), None
+
+
+def exact_value(a: float):
+    """a itself (conversions)."""
+    return Fraction(a), None
