@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from math import isqrt
 
 import numpy as np
 
@@ -69,9 +70,9 @@ def directed(exact: Callable[..., tuple[Fraction, Sequence[float] | None]],
 
     `exact` gets the operands of one lane as Python floats (all finite) and returns the
     exact result and, for a sum, its addends (for the sign of an exact zero; None: the
-    nearest result's zero is right). Lanes with an infinite or NaN operand, or a division
-    by zero, take `nearest` (NumPy's round-to-nearest result): their results do not depend
-    on the rounding direction.
+    nearest result's zero is right). Lanes with an infinite or NaN operand, a division by
+    zero or the square root of a negative number take `nearest` (NumPy's round-to-nearest
+    result): their results do not depend on the rounding direction.
     """
     dt = _DTYPES[type_]
 
@@ -86,7 +87,7 @@ def directed(exact: Callable[..., tuple[Fraction, Sequence[float] | None]],
                 continue
             try:
                 value, addends = exact(*values)
-            except ZeroDivisionError:
+            except (ZeroDivisionError, ValueError):
                 continue
             if value == 0:
                 out[lane] = _sum_zero(addends, mode) if addends is not None else out[lane]
@@ -130,3 +131,26 @@ def exact_rcp(a: float):
 def exact_value(a: float):
     """a itself (conversions)."""
     return Fraction(a), None
+
+
+def exact_sqrt(a: float):
+    """√a, as a rational that every directed rounding treats like √a (ValueError for a < 0).
+
+    With r = ⌊√a · 2^k⌋ for a k that gives r at least 57 bits, √a is r / 2^k when that is
+    exact, else it lies strictly between r / 2^k and (r + 1) / 2^k, and so does the
+    midpoint returned. No f16, f32 or f64 value lies strictly inside that interval (their
+    spacing there is a multiple of 2^-k), so both round to the same value in any direction.
+    """
+    x = Fraction(a)
+    if x < 0:
+        raise ValueError("square root of a negative number")
+    if x == 0:
+        return x, None
+    denominator_bits = x.denominator.bit_length() - 1  # a float's denominator is 2^d
+    magnitude = x.numerator.bit_length() - 1 - denominator_bits  # ⌊log2 x⌋ or one less
+    k = max((denominator_bits + 1) // 2, (116 - magnitude) // 2 + 1, 0)
+    scaled = x.numerator * 4**k // x.denominator
+    root = isqrt(scaled)
+    if root * root == scaled:
+        return Fraction(root, 2**k), None
+    return Fraction(2 * root + 1, 2 ** (k + 1)), None

@@ -5,8 +5,8 @@ end recorded in `attrs`) into the PTX types its operands are read as, the type o
 result and a function from operand arrays to the result array. Values are bit-exact to the
 PTX type: integers wrap at their width (NumPy fixed-width arithmetic), `.f32` is computed
 in float32 and `.f64` in float64 (IEEE round-to-nearest-even), `.f16` in float16; the
-directed rounding modes `.rz/.rm/.rp` of `add sub mul fma mad div rcp cvt` are computed
-exactly (`gpudiv.interp.float_rounding`), and `sqrt` with one of them is `Unsupported`.
+directed rounding modes `.rz/.rm/.rp` of `add sub mul fma mad div rcp sqrt cvt` are
+computed exactly (`gpudiv.interp.float_rounding`).
 The transcendental `.approx` instructions (`sin cos lg2 ex2 rsqrt tanh`) are computed in
 float64 and rounded to the type, so they are at least as accurate as the hardware, not
 equal to it.
@@ -944,10 +944,13 @@ def _unary_float(spec: OpSpec) -> Semantics:
     root = spec.root
     exact = root in ("sqrt", "rcp") and "approx" not in spec.mods
     if _direction(spec, t) is not None:
-        if root != "rcp" or not exact:
+        if not exact:
             raise Unsupported(f"'{spec.opcode}': directed rounding of {root} is not computed")
-        return Semantics([t], t, _float_op(spec, t, lambda a: (1.0 / a).astype(dt),
-                                           float_rounding.exact_rcp))
+        if root == "rcp":
+            return Semantics([t], t, _float_op(spec, t, lambda a: (1.0 / a).astype(dt),
+                                               float_rounding.exact_rcp))
+        return Semantics([t], t, _float_op(spec, t, lambda a: np.sqrt(a).astype(dt),
+                                           float_rounding.exact_sqrt))
     functions = {
         "sqrt": np.sqrt, "rcp": lambda x: 1.0 / x, "rsqrt": lambda x: 1.0 / np.sqrt(x),
         "sin": np.sin, "cos": np.cos, "lg2": np.log2, "ex2": np.exp2, "tanh": np.tanh,

@@ -134,9 +134,35 @@ def test_round_rational_subnormals():
     assert round_rational(-tiny, "rm", "f32") == -(2.0**-149)
 
 
-def test_square_root_with_a_directed_rounding_is_refused():
+@pytest.mark.parametrize("type_", ["f32", "f64", "f16"])
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+def test_square_root_directed_rounding(mode, type_):
+    """√x is irrational in general: compare squares (v ≤ √x ⇔ v² ≤ x for v ≥ 0)."""
+    dt = DTYPES[type_]
+
+    @settings(max_examples=200, deadline=None)
+    @given(floats_of(type_).map(abs))
+    def check(x):
+        x = dt(x)
+        result = dt(run_op(f"sqrt.{mode}.{type_}", x))
+        assert result >= 0 and not np.isinf(result)
+        value = exact(result)
+        up = np.nextafter(result, dt(np.inf))
+        if mode == "rp":
+            assert value * value >= exact(x)
+            below = np.nextafter(result, dt(0))
+            assert result == 0 or exact(below) ** 2 < exact(x)
+        else:  # toward zero and toward −∞ agree for a non-negative root
+            assert value * value <= exact(x)
+            assert np.isinf(up) or exact(up) ** 2 > exact(x)
+    check()
+    assert np.isnan(run_op(f"sqrt.{mode}.{type_}", dt(-4)))
+    assert run_op(f"sqrt.{mode}.{type_}", dt(2.25)) == dt(1.5)
+
+
+def test_approximate_square_root_takes_no_direction():
     with pytest.raises(Unsupported, match="directed rounding of sqrt"):
-        assign_semantics(OpSpec("sqrt.rz.f32", 1))
+        assign_semantics(OpSpec("sqrt.approx.rz.f32", 1))
 
 
 def test_kernel_with_directed_rounding_runs_exactly():
