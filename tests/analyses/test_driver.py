@@ -4,11 +4,14 @@ kernels solved one by one with all facts, and anything that cannot share a run f
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpudiv.analyses import ANALYSES, affine, driver, simple
 from gpudiv.analyses.driver import input_relations_read, prepare
 from gpudiv.facts import RELATIONS, facts_text
-from gpudiv.load import load
+from gpudiv.load import load, parse_text
+from gpudiv.randprog import random_program
 from gpudiv.solve import RuleError, solve
 
 SAMPLES = Path(__file__).parents[2] / "samples"
@@ -49,6 +52,22 @@ def test_joint_runs_equal_kernels_solved_alone_on_every_ptx_sample(name):
                 (path.name, kernel.name)
             checked += 1
     assert checked >= 100
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), kernels=st.integers(2, 4))
+def test_joint_runs_equal_kernels_solved_alone_on_random_files(seed, kernels):
+    """Several random μ-SIMD kernels in one file (their labels and variable names repeat
+    from kernel to kernel): every analysis gives each the results it gets alone."""
+    text = "\n".join(random_program(seed + i, 4 + (seed + i) % 20, unstructured=i % 2 == 1,
+                                    name=f"rand{i}") for i in range(kernels))
+    program = parse_text(text, "random.musimd", "musimd")
+    assert not program.errors and len(program.kernels) == kernels
+    for analysis in ANALYSES.values():
+        for kernel, result in zip(program.kernels, analysis.run(program.kernels),
+                                  strict=True):
+            assert observable(result) == observable(alone_with_all_facts(analysis, kernel))
 
 
 def test_a_file_of_small_kernels_is_one_clingo_run(monkeypatch):
