@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from gpudiv.interp import float_rounding
+from gpudiv.interp import float_rounding, packed_half
 from gpudiv.interp.float_rounding import DIRECTED, directed
 
 # PTX type → (bit width, kind): kind "u" unsigned/bit, "s" signed, "f" float, "p" predicate.
@@ -1058,8 +1058,49 @@ _FAMILIES: dict[str, Callable[[OpSpec], Semantics]] = {
 }
 
 
+_PACKED_HALF = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "fma": packed_half.fma16, "neg": np.negative, "abs": np.abs,
+    "min": np.fmin, "max": np.fmax,
+}
+
+
+def _packed(spec: OpSpec) -> Semantics:
+    """`.f16x2` arithmetic, half by half (`gpudiv.interp.packed_half`); `.bf16x2` and any
+    instruction not in the table are unsupported, never integer arithmetic on the word."""
+    root = spec.root
+    if "bf16x2" in spec.types or root not in _PACKED_HALF or \
+            any(m in DIRECTED for m in spec.mods):
+        raise Unsupported(f"unsupported instruction '{spec.opcode}'")
+    fn = _PACKED_HALF[root]
+    if root in ("min", "max") and "NaN" in spec.mods:
+        fn = np.minimum if root == "min" else np.maximum
+    operands = {"fma": 3, "neg": 1, "abs": 1}.get(root, 2)
+    return Semantics(["b32"] * operands, "b32", packed_half.elementwise(fn, spec.mods))
+
+
+def _cvt_packed(spec: OpSpec) -> Semantics:
+    """`cvt.rn{.relu}{.satfinite}.f16x2.f32 d, a, b`: d's upper half is a, its lower b."""
+    mods = spec.mods
+    if spec.types != ["f16x2", "f32"] or any(m in DIRECTED for m in mods):
+        raise Unsupported(f"unsupported instruction '{spec.opcode}'")
+    largest = np.float32(np.finfo(np.float16).max)
+
+    def convert(x):
+        x = np.asarray(x, dtype=np.float32)
+        if "satfinite" in mods:
+            x = np.where(np.isnan(x), x, np.clip(x, -largest, largest))
+        with np.errstate(all="ignore"):
+            half = x.astype(np.float16)
+        return packed_half.relu(half) if "relu" in mods else half
+    return Semantics(["f32", "f32"], "b32",
+                     lambda a, b: packed_half.pack(convert(b), convert(a)))
+
+
 def assign_semantics(spec: OpSpec) -> Semantics:
     """Operand types, result type and function of an arithmetic/logic/move instruction."""
+    if "f16x2" in spec.types or "bf16x2" in spec.types:
+        return _cvt_packed(spec) if spec.root == "cvt" else _packed(spec)
     family = _FAMILIES.get(spec.root)
     if family is None:
         raise Unsupported(f"unsupported instruction '{spec.opcode}'")

@@ -160,6 +160,31 @@ def test_block_votes_bar_red_popc_and_or(variant):
     assert expected[:3] == [block, 1, 0] and expected[5] == 1  # both outcomes are covered
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_half2_axpy_and_half_count_above(variant):
+    """Packed half precision (fma/mul/add/sub.f16x2, cvt.rn.f16x2.f32) and scalar f16."""
+    n = 300
+    r = rng(15)
+    x = r.uniform(-4, 4, (n, 2)).astype(np.float16)
+    y0 = r.uniform(-4, 4, (n, 2)).astype(np.float16)
+    a = 1.5
+    _, y, _, _ = run("half_precision", variant, "half2_axpy", 3, 128, x.view(np.uint32).ravel(),
+                     y0.view(np.uint32).ravel().copy(), a, n)
+    wide = x.astype(np.float64)
+    v = (np.float64(np.float16(a)) * wide + y0).astype(np.float16)  # one rounding (fma)
+    v = (v * np.array([0.5, 2.0], np.float16)).astype(np.float16)
+    v = (v - (x + x)).astype(np.float16)
+    swap = v[:, 0].astype(np.float32) > v[:, 1].astype(np.float32)
+    v[swap] = v[swap][:, ::-1]
+    assert np.array_equal(y.view(np.float16).reshape(n, 2), v)
+    values = r.uniform(-2, 2, 1000).astype(np.float16)
+    for scale in (0.0, 1.5):
+        *_, count = run("half_precision", variant, "half_count_above", 2, 64, values, 1000,
+                        0.25, scale, np.zeros(1, np.uint32))
+        scaled = (values * np.float16(scale)).astype(np.float16) if scale > 0 else values
+        assert count[0] == int((scaled > np.float16(0.25)).sum())
+
+
 def test_bar_red_waits_for_every_warp_of_the_block():
     """A warp that leaves without the bar.red is an error, not a count of fewer threads."""
     body = """	setp.gt.u32 %p1, %r2, 31;
@@ -545,11 +570,11 @@ def test_oracle_on_samples(path):
 
 
 def test_the_executable_sample_kernels_are_all_there():
-    """57 CUDA kernels in two PTX variants, 6 legacy-dialect kernels: all of them executed
+    """59 CUDA kernels in two PTX variants, 6 legacy-dialect kernels: all of them executed
     by test_oracle_on_samples (a kernel lost by the front end would shrink the count)."""
     cuda = sum(len(program(p).kernels) for p in CUDA.glob("*.ptx"))
     legacy = sum(len(program(p).kernels) for p in ROOT.glob("samples/ptx_legacy/*.ptx"))
-    assert (cuda, legacy) == (114, 6)
+    assert (cuda, legacy) == (118, 6)
 
 
 def test_every_pointer_parameter_of_the_samples_is_found():
