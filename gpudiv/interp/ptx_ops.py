@@ -334,9 +334,9 @@ def _fma(type_: str):
         return _fma32
     if type_ == "f64":
         return _fma64
-    dt = dtype(type_)
-    return lambda a, b, c: (np.asarray(a, np.float64) * np.asarray(b, np.float64)
-                            + np.asarray(c, np.float64)).astype(dt)
+    if type_ == "f16":
+        return packed_half.fma16
+    raise Unsupported(f"fused multiply-add on {type_}")
 
 
 def _shift_amount(b, width: int):
