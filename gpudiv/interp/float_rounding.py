@@ -154,3 +154,20 @@ def exact_sqrt(a: float):
     if root * root == scaled:
         return Fraction(root, 2**k), None
     return Fraction(2 * root + 1, 2 ** (k + 1)), None
+
+
+def fma_rounded_once(a, b, c, dt) -> np.ndarray:
+    """Correctly rounded a·b + c in float32 or float16 (`dt`): the product of two such
+    values is exact in float64, the sum is rounded to odd, and a rounding to odd with at
+    least two more bits than twice the target's makes the final rounding to `dt` exact
+    (53 ≥ 2·24 + 2)."""
+    a64, b64, c64 = (np.asarray(x, dtype=np.float64) for x in (a, b, c))
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    fix = (err != 0) & np.isfinite(s) & ((s.view(np.int64) & 1) == 0)
+    if np.any(fix):
+        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    with np.errstate(over="ignore"):
+        return s.astype(dt)

@@ -4,7 +4,7 @@ The lower 16 bits hold the first element, the upper 16 bits the second (`mov.b32
 {lo, hi}`). Arithmetic runs on each half separately and is correctly rounded: float16
 sums, differences and products computed through float32 are (24 ≥ 2·11 + 2 bits, so
 rounding twice gives the result of rounding once), and a fused multiply-add is rounded
-to odd in float64 before the one rounding to float16.
+once (`float_rounding.fma_rounded_once`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+
+from gpudiv.interp.float_rounding import fma_rounded_once
 
 _F16_MIN_NORMAL = np.float16(2.0**-14)
 
@@ -32,17 +34,8 @@ def pack(low, high) -> np.ndarray:
 
 
 def fma16(a, b, c) -> np.ndarray:
-    """Correctly rounded float16 a·b + c: the product is exact in float64, the sum is
-    rounded to odd (53 ≥ 11 + 2 bits, so the final rounding is exact), then to float16."""
-    a64, b64, c64 = (np.asarray(x, dtype=np.float64) for x in (a, b, c))
-    p = a64 * b64
-    s = p + c64
-    bb = s - p
-    err = (p - (s - bb)) + (c64 - bb)
-    fix = (err != 0) & np.isfinite(s) & ((s.view(np.int64) & 1) == 0)
-    if np.any(fix):
-        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-    return s.astype(np.float16)
+    """Correctly rounded float16 a·b + c."""
+    return fma_rounded_once(a, b, c, np.float16)
 
 
 def flush(x) -> np.ndarray:

@@ -296,19 +296,8 @@ def _mul_hi_64(a, b, is_signed: bool):
 
 
 def _fma32(a, b, c):
-    """Correctly rounded float32 fused multiply-add: the product is exact in float64, the
-    sum is rounded to odd, then rounded once to float32 (exact since 53 ≥ 2·24 + 2)."""
-    a64 = np.asarray(a, dtype=np.float64)
-    b64 = np.asarray(b, dtype=np.float64)
-    c64 = np.asarray(c, dtype=np.float64)
-    p = a64 * b64
-    s = p + c64
-    bb = s - p
-    err = (p - (s - bb)) + (c64 - bb)
-    fix = (err != 0) & np.isfinite(s) & ((s.view(np.int64) & 1) == 0)
-    if np.any(fix):
-        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-    return s.astype(np.float32)
+    """Correctly rounded float32 fused multiply-add."""
+    return float_rounding.fma_rounded_once(a, b, c, np.float32)
 
 
 def _fma64(a, b, c):
