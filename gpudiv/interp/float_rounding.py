@@ -19,7 +19,8 @@ DIRECTED = ("rz", "rm", "rp")
 
 # precision (significand bits, hidden bit included), smallest normal exponent, largest
 # exponent of the IEEE formats PTX names
-_FORMATS = {"f16": (11, -14, 15), "f32": (24, -126, 127), "f64": (53, -1022, 1023)}
+_FORMATS = {"f16": (11, -14, 15), "f32": (24, -126, 127), "f64": (53, -1022, 1023),
+            "bf16": (8, -126, 127)}
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 
 
@@ -156,11 +157,9 @@ def exact_sqrt(a: float):
     return Fraction(2 * root + 1, 2 ** (k + 1)), None
 
 
-def fma_rounded_once(a, b, c, dt) -> np.ndarray:
-    """Correctly rounded a·b + c in float32 or float16 (`dt`): the product of two such
-    values is exact in float64, the sum is rounded to odd, and a rounding to odd with at
-    least two more bits than twice the target's makes the final rounding to `dt` exact
-    (53 ≥ 2·24 + 2)."""
+def fma_to_odd(a, b, c) -> np.ndarray:
+    """a·b + c in float64 rounded to odd (the product of two float32 values is exact in
+    float64; only the sum rounds)."""
     a64, b64, c64 = (np.asarray(x, dtype=np.float64) for x in (a, b, c))
     p = a64 * b64
     s = p + c64
@@ -169,5 +168,25 @@ def fma_rounded_once(a, b, c, dt) -> np.ndarray:
     fix = (err != 0) & np.isfinite(s) & ((s.view(np.int64) & 1) == 0)
     if np.any(fix):
         s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s
+
+
+def fma_rounded_once(a, b, c, dt) -> np.ndarray:
+    """Correctly rounded a·b + c in float32 or float16 (`dt`): rounding to odd with at
+    least two more bits than twice the target's makes the final rounding to `dt` exact
+    (53 ≥ 2·24 + 2)."""
     with np.errstate(over="ignore"):
-        return s.astype(dt)
+        return fma_to_odd(a, b, c).astype(dt)
+
+
+def to_odd_float32(x) -> np.ndarray:
+    """float64 values rounded to odd in float32 (of the two neighbours of an inexact value,
+    the one whose last significand bit is 1)."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        nearest = x.astype(np.float32)
+        inexact = np.isfinite(x) & (nearest.astype(np.float64) != x)
+        even = (nearest.view(np.uint32) & 1) == 0
+        other = np.nextafter(nearest, np.where(x > nearest, np.float32(np.inf),
+                                                np.float32(-np.inf)).astype(np.float32))
+    return np.where(inexact & even, other, nearest).astype(np.float32)

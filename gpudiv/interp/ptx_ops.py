@@ -18,7 +18,7 @@ then stops the kernel when (and only when) the instruction is executed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -782,13 +782,52 @@ def _int_to_float(a, mode: str, dest: str):
     return out if np.ndim(a) else out[0]
 
 
+def _f32_from_bf16(a):
+    """bfloat16 bits → float32 (exact)."""
+    return (np.asarray(a).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
 def _cvt_bf16(spec: OpSpec, dest: str, source: str) -> Semantics:
     if dest == "bf16" and source == "f32":
         return Semantics(["f32"], "u16", _bf16_from_f32)
     if source == "bf16" and dest == "f32":
-        return Semantics(["u16"], "f32", lambda a: (np.asarray(a).astype(np.uint32)
-                                                    << np.uint32(16)).view(np.float32))
+        return Semantics(["u16"], "f32", _f32_from_bf16)
     raise Unsupported(f"'{spec.opcode}'")
+
+
+# bfloat16 instructions computed as their float32 forms, the result rounded to bfloat16:
+# exact for neg/abs/min/max/setp, and correctly rounded for add/sub/mul (24 ≥ 2·8 + 2 bits).
+_BF16_THROUGH_F32 = frozenset({"add", "sub", "mul", "neg", "abs", "min", "max", "setp"})
+
+
+def _bf16(spec: OpSpec) -> Semantics:
+    """Scalar `.bf16` arithmetic (the type holds bits, so the integer families must never
+    see it); `fma.rn.bf16` rounds to odd twice, then to nearest once."""
+    root = spec.root
+    if any(m in DIRECTED for m in spec.mods):
+        raise Unsupported(f"unsupported instruction '{spec.opcode}'")
+    if root == "fma":
+        relu = "relu" in spec.mods
+
+        def fma(a, b, c):
+            odd = float_rounding.to_odd_float32(float_rounding.fma_to_odd(
+                _f32_from_bf16(a), _f32_from_bf16(b), _f32_from_bf16(c)))
+            if relu:
+                odd = np.where(np.isnan(odd), odd, np.maximum(odd, np.float32(0)))
+            return _bf16_from_f32(odd)
+        return Semantics(["u16"] * 3, "u16", fma)
+    if root not in _BF16_THROUGH_F32:
+        raise Unsupported(f"unsupported instruction '{spec.opcode}'")
+    inner = assign_semantics(replace(spec, opcode=spec.opcode.replace(".bf16", ".f32")))
+    widen = [t == "f32" for t in inner.arg_types]
+    narrow = inner.result_type == "f32"
+
+    def through_f32(*args):
+        out = inner.fn(*(_f32_from_bf16(a) if w else a for a, w in zip(args, widen,
+                                                                        strict=True)))
+        return _bf16_from_f32(out) if narrow else out
+    return Semantics(["u16" if w else t for t, w in zip(inner.arg_types, widen, strict=True)],
+                     "u16" if narrow else inner.result_type, through_f32)
 
 
 def _bit_ops(spec: OpSpec) -> Semantics:
@@ -1088,8 +1127,13 @@ def _cvt_packed(spec: OpSpec) -> Semantics:
 
 def assign_semantics(spec: OpSpec) -> Semantics:
     """Operand types, result type and function of an arithmetic/logic/move instruction."""
-    if "f16x2" in spec.types or "bf16x2" in spec.types:
+    types = spec.types
+    if "f16x2" in types or "bf16x2" in types:
         return _cvt_packed(spec) if spec.root == "cvt" else _packed(spec)
+    if "bf16" in types and spec.root not in ("cvt", "mov"):
+        return _bf16(spec)
+    if "tf32" in types and spec.root not in ("cvt", "mov"):
+        raise Unsupported(f"unsupported instruction '{spec.opcode}'")
     family = _FAMILIES.get(spec.root)
     if family is None:
         raise Unsupported(f"unsupported instruction '{spec.opcode}'")
