@@ -266,7 +266,8 @@ class NotSeparable(Exception):
 
 
 # The namespace of the i-th kernel of a joint solve: "i|" in front of its names. `|` is in
-# no identifier of μ-SIMD or PTX; `solve_together` refuses facts that contain it anyway.
+# no identifier of μ-SIMD or PTX; the analysis driver solves a kernel whose names contain
+# it on its own all the same.
 NAMESPACE_MARK = "|"
 _NAMESPACED = re.compile(r'"(\d+)\|')
 

@@ -718,13 +718,6 @@ def _slct(spec: OpSpec) -> Semantics:
                      lambda a, b, c: np.where(pre(np.asarray(c)) >= 0, a, b).astype(dt))
 
 
-def _bf16_from_f32(x):
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
-    nan = np.isnan(np.asarray(x, dtype=np.float32))
-    return np.where(nan, np.uint64(0x7FC0), rounded).astype(np.uint16)
-
-
 def _cvt(spec: OpSpec) -> Semantics:
     types = spec.types
     if len(types) != 2:
@@ -782,16 +775,11 @@ def _int_to_float(a, mode: str, dest: str):
     return out if np.ndim(a) else out[0]
 
 
-def _f32_from_bf16(a):
-    """bfloat16 bits → float32 (exact)."""
-    return (np.asarray(a).astype(np.uint32) << np.uint32(16)).view(np.float32)
-
-
 def _cvt_bf16(spec: OpSpec, dest: str, source: str) -> Semantics:
     if dest == "bf16" and source == "f32":
-        return Semantics(["f32"], "u16", _bf16_from_f32)
+        return Semantics(["f32"], "u16", packed_half.f32_to_bf16)
     if source == "bf16" and dest == "f32":
-        return Semantics(["u16"], "f32", _f32_from_bf16)
+        return Semantics(["u16"], "f32", packed_half.bf16_to_f32)
     raise Unsupported(f"'{spec.opcode}'")
 
 
@@ -810,11 +798,8 @@ def _bf16(spec: OpSpec) -> Semantics:
         relu = "relu" in spec.mods
 
         def fma(a, b, c):
-            odd = float_rounding.to_odd_float32(float_rounding.fma_to_odd(
-                _f32_from_bf16(a), _f32_from_bf16(b), _f32_from_bf16(c)))
-            if relu:
-                odd = np.where(np.isnan(odd), odd, np.maximum(odd, np.float32(0)))
-            return _bf16_from_f32(odd)
+            odd = packed_half.fma_bf16(*(packed_half.bf16_to_f32(x) for x in (a, b, c)))
+            return packed_half.f32_to_bf16(packed_half.relu(odd) if relu else odd)
         return Semantics(["u16"] * 3, "u16", fma)
     if root not in _BF16_THROUGH_F32:
         raise Unsupported(f"unsupported instruction '{spec.opcode}'")
@@ -823,9 +808,9 @@ def _bf16(spec: OpSpec) -> Semantics:
     narrow = inner.result_type == "f32"
 
     def through_f32(*args):
-        out = inner.fn(*(_f32_from_bf16(a) if w else a for a, w in zip(args, widen,
+        out = inner.fn(*(packed_half.bf16_to_f32(a) if w else a for a, w in zip(args, widen,
                                                                         strict=True)))
-        return _bf16_from_f32(out) if narrow else out
+        return packed_half.f32_to_bf16(out) if narrow else out
     return Semantics(["u16" if w else t for t, w in zip(inner.arg_types, widen, strict=True)],
                      "u16" if narrow else inner.result_type, through_f32)
 
@@ -1088,41 +1073,47 @@ _FAMILIES: dict[str, Callable[[OpSpec], Semantics]] = {
 
 _PACKED_HALF = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "fma": packed_half.fma16, "neg": np.negative, "abs": np.abs,
-    "min": np.fmin, "max": np.fmax,
+    "neg": np.negative, "abs": np.abs, "min": np.fmin, "max": np.fmax,
 }
+_PACKED_FMA = {"f16": packed_half.fma16, "bf16": packed_half.fma_bf16}
+# the largest finite value of each element format (`.satfinite`)
+_LARGEST = {"f16": np.float32(np.finfo(np.float16).max),
+            "bf16": packed_half.bf16_to_f32(np.uint16(0x7F7F))}
 
 
 def _packed(spec: OpSpec) -> Semantics:
-    """`.f16x2` arithmetic, half by half (`gpudiv.interp.packed_half`); `.bf16x2` and any
-    instruction not in the table are unsupported, never integer arithmetic on the word."""
+    """`.f16x2`/`.bf16x2` arithmetic, element by element (`gpudiv.interp.packed_half`);
+    an instruction not in the table is unsupported, never integer arithmetic on the word."""
     root = spec.root
-    if "bf16x2" in spec.types or root not in _PACKED_HALF or \
-            any(m in DIRECTED for m in spec.mods):
+    element = "bf16" if "bf16x2" in spec.types else "f16"
+    if (root not in _PACKED_HALF and root != "fma") or any(m in DIRECTED for m in spec.mods):
         raise Unsupported(f"unsupported instruction '{spec.opcode}'")
-    fn = _PACKED_HALF[root]
+    fn = _PACKED_FMA[element] if root == "fma" else _PACKED_HALF[root]
     if root in ("min", "max") and "NaN" in spec.mods:
         fn = np.minimum if root == "min" else np.maximum
     operands = {"fma": 3, "neg": 1, "abs": 1}.get(root, 2)
-    return Semantics(["b32"] * operands, "b32", packed_half.elementwise(fn, spec.mods))
+    return Semantics(["b32"] * operands, "b32",
+                     packed_half.elementwise(fn, spec.mods, element))
 
 
 def _cvt_packed(spec: OpSpec) -> Semantics:
-    """`cvt.rn{.relu}{.satfinite}.f16x2.f32 d, a, b`: d's upper half is a, its lower b."""
+    """`cvt.rn{.relu}{.satfinite}.f16x2.f32 d, a, b` (and `.bf16x2`): d's upper element is
+    a, its lower b."""
     mods = spec.mods
-    if spec.types != ["f16x2", "f32"] or any(m in DIRECTED for m in mods):
+    element = {"f16x2": "f16", "bf16x2": "bf16"}.get(spec.types[0])
+    if element is None or spec.types[1:] != ["f32"] or any(m in DIRECTED for m in mods):
         raise Unsupported(f"unsupported instruction '{spec.opcode}'")
-    largest = np.float32(np.finfo(np.float16).max)
+    largest = _LARGEST[element]
 
     def convert(x):
         x = np.asarray(x, dtype=np.float32)
         if "satfinite" in mods:
             x = np.where(np.isnan(x), x, np.clip(x, -largest, largest))
         with np.errstate(all="ignore"):
-            half = x.astype(np.float16)
-        return packed_half.relu(half) if "relu" in mods else half
+            value = x if element == "bf16" else x.astype(np.float16)
+        return packed_half.relu(value) if "relu" in mods else value
     return Semantics(["f32", "f32"], "b32",
-                     lambda a, b: packed_half.pack(convert(b), convert(a)))
+                     lambda a, b: packed_half.pack(convert(b), convert(a), element))
 
 
 def assign_semantics(spec: OpSpec) -> Semantics:

@@ -1,4 +1,4 @@
-"""Scalar bfloat16 (.bf16) arithmetic: correctly rounded, never integer arithmetic on bits."""
+"""bfloat16 arithmetic (.bf16, .bf16x2): correctly rounded, never integer arithmetic on bits."""
 
 from fractions import Fraction
 
@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpudiv.interp import packed_half
 from gpudiv.interp.float_rounding import round_rational
 from gpudiv.interp.ptx_ops import OpSpec, Unsupported, assign_semantics
 
@@ -71,3 +72,27 @@ def test_bf16_exact_operations_and_compare():
 def test_other_bf16_and_tf32_instructions_are_unsupported(opcode):
     with pytest.raises(Unsupported):
         assign_semantics(OpSpec(opcode, 1 if "approx" in opcode else 2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(bf16_bits, bf16_bits, bf16_bits, bf16_bits, bf16_bits, bf16_bits)
+def test_bf16x2_works_element_by_element(a_lo, a_hi, b_lo, b_hi, c_lo, c_hi):
+    words = [np.uint32(hi << 16 | lo) for lo, hi in ((a_lo, a_hi), (b_lo, b_hi), (c_lo, c_hi))]
+    largest = Fraction(float(np.uint32(0x7F7F << 16).view(np.float32)))
+    for opcode, count, exact in (("add.rn.bf16x2", 2, lambda x, y, z: x + y),
+                                 ("mul.rn.bf16x2", 2, lambda x, y, z: x * y),
+                                 ("fma.rn.bf16x2", 3, lambda x, y, z: x * y + z)):
+        out = int(assign_semantics(OpSpec(opcode, count)).fn(*words[:count]))
+        for shift, (x, y, z) in ((0, (a_lo, b_lo, c_lo)), (16, (a_hi, b_hi, c_hi))):
+            expected = exact(value(x), value(y), value(z))
+            if abs(expected) < largest:
+                assert same((out >> shift) & 0xFFFF, nearest_bf16(expected)), (opcode, x, y)
+
+
+def test_bf16x2_conversion_and_layout():
+    word = assign_semantics(OpSpec("cvt.rn.bf16x2.f32", 2)).fn(np.float32(-2), np.float32(1.5))
+    low, high = packed_half.unpack(word, "bf16")
+    assert (float(low), float(high)) == (1.5, -2.0)  # d.hi = a, d.lo = b
+    relu = assign_semantics(OpSpec("cvt.rn.relu.bf16x2.f32", 2)).fn(np.float32(-2),
+                                                                     np.float32(1.5))
+    assert [float(x) for x in packed_half.unpack(relu, "bf16")] == [1.5, 0.0]

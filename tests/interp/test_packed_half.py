@@ -68,8 +68,8 @@ def test_pack_layout_modifiers_and_conversion():
     assert low == 0 and high == 0 and np.signbit(high)
 
 
-@pytest.mark.parametrize("opcode", ["setp.gt.f16x2", "add.bf16x2", "fma.rn.bf16x2",
-                                    "ex2.approx.f16x2", "add.rz.f16x2"])
+@pytest.mark.parametrize("opcode", ["setp.gt.f16x2", "setp.gt.bf16x2", "ex2.approx.bf16x2",
+                                    "ex2.approx.f16x2", "add.rz.f16x2", "cvt.rn.f16x2.f64"])
 def test_other_packed_instructions_are_unsupported_not_integer_arithmetic(opcode):
     with pytest.raises(Unsupported):
         assign_semantics(OpSpec(opcode, 2))
