@@ -9,8 +9,9 @@ Reading happens in three steps:
    recognise is parsed by the LALR parser, whose callbacks run inside it (no parse tree
    is built). Both yield the same plain parsed forms (`ptx_forms`).
 2. **Flatten** — each function body becomes one list of instructions, labels and `.loc`
-   marks; nested `{ }` scopes are resolved (a register that shadows an outer one is
-   renamed) and the declarations give the register, symbol and `.param` tables.
+   marks; nested `{ }` scopes are resolved (a name that shadows an outer one or repeats
+   a sibling scope's is renamed) and the declarations give the register, symbol and
+   `.param` tables.
 3. **Lower** — every `.entry` becomes an `ir.Kernel`: opcodes map to IR kinds through the
    tables below, guarded definitions become selects, calls to `.func` bodies in the file
    are inlined, `ret`/`exit` become `stop`, and instructions are split into basic blocks.
@@ -599,14 +600,20 @@ def _flatten(fn: PFunction) -> _FuncInfo:
             info.reg_types[param.name] = param.type
     renames: dict[str, str] = {}
     counter = 0
+    # Every name declared so far: a declaration in a sibling scope (`{ .param .b8
+    # retval0[4]; … }` then `{ .param .b32 retval0; … }`, as nvcc -G writes call
+    # sequences) is another variable, possibly of another type, so it gets its own name.
+    declared = {p.name for p in (*fn.params, *fn.rets)}
 
     def declare(decl: PDecl, visible: set[str], ranges: set[str], undo: list) -> None:
         nonlocal counter
         for name, shape in decl.names:
             final = name
             stem = name.rstrip("0123456789")
-            shadows = name in visible or (stem != name and stem in ranges)
-            if shadows and shape is None:
+            shadows = name in visible or (stem != name and stem in ranges) or name in declared
+            is_range = bool(shape) and shape.startswith("<")
+            declared.add(name)
+            if shadows and not is_range:
                 counter += 1
                 final = f"{name}@s{counter}"
                 undo.append((name, renames.get(name)))

@@ -1,5 +1,6 @@
 // half_precision.cu - packed half-precision arithmetic (gpudiv sample corpus)
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 
 // y = (a*x + y) * (0.5, 2) - 2x on __half2 pairs, then each pair in ascending order.
 // expect: bounds check divergent; (low > high) divergent
@@ -35,4 +36,22 @@ extern "C" __global__ void half_count_above(const __half *x, int n, float thresh
         }
     }
     atomicAdd(count, mine);
+}
+
+// bfloat16 pairs: z = relu(x * w + b) with __nv_bfloat162, then a per-thread max.
+// expect: bounds check divergent; (m > limit) divergent
+extern "C" __global__ void bf162_relu_affine(const __nv_bfloat162 *x, __nv_bfloat162 w,
+                                             __nv_bfloat162 b, __nv_bfloat162 *z,
+                                             float limit, int *over, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        __nv_bfloat162 v = __hfma2_relu(x[i], w, b);
+        v = __hmul2(v, __floats2bfloat162_rn(1.0f, 0.5f));
+        z[i] = v;
+        float m = fmaxf(__low2float(v), __high2float(v));
+        if (m > limit) {
+            atomicAdd(over, 1);
+        }
+    }
 }
