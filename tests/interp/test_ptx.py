@@ -8,6 +8,7 @@ kernel's float operations can be replayed in the same order, else within a toler
 
 from __future__ import annotations
 
+import copy
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -26,6 +27,7 @@ from gpudiv.interp.ptx import (
     synthesize_launches,
 )
 from gpudiv.load import load
+from gpudiv.oracle import ptx_launches
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = ROOT / "samples" / "cuda"
@@ -603,6 +605,50 @@ def test_oracle_on_samples(path):
         assert report.status == "checked", (key, report.reason)
         assert report.runs >= 1 and report.uses_checked > 0
         assert report.violations == [], [str(v) for v in report.violations[:5]]
+
+
+def _outputs(kernel: ir.Kernel, launch: PtxLaunch) -> dict[int, np.ndarray] | None:
+    """The final contents of every buffer argument, or None when the run stops."""
+    try:
+        result = run_ptx_kernel(kernel, copy.deepcopy(launch))
+    except PtxExecutionError:
+        return None
+    return {i: np.asarray(result.buffers[name])
+            for i, name in enumerate(kernel.params) if name in result.buffers}
+
+
+def _same_outputs(mine: dict[int, np.ndarray], theirs: dict[int, np.ndarray]) -> bool:
+    """Integer buffers bit for bit; float buffers up to the last bits, since -O3 contracts
+    a·b + c into one fma where -G rounds the product and the sum separately."""
+    if mine.keys() != theirs.keys():
+        return False
+    for key, a in mine.items():
+        b = theirs[key]
+        if np.issubdtype(a.dtype, np.floating):
+            if not np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True):
+                return False
+        elif a.tobytes() != b.tobytes():
+            return False
+    return True
+
+
+@pytest.mark.parametrize("source", sorted(CUDA.glob("*.cu")), ids=lambda p: p.stem)
+def test_o3_and_g_builds_of_a_source_give_the_same_outputs(source):
+    """Two compilations of one CUDA source (optimised, and -G with its call sequences,
+    stack frames and local copies) run on the same inputs must leave the same values in
+    every buffer, or both stop (a spin lock out of steps, a launch shape the kernel does
+    not support)."""
+    optimised = program(CUDA / f"{source.stem}.O3.ptx")
+    debug = program(CUDA / f"{source.stem}.G.ptx")
+    for kernel in optimised.kernels:
+        compared = 0
+        for launch in ptx_launches(kernel, 7):
+            mine, theirs = _outputs(kernel, launch), _outputs(debug.kernel(kernel.name), launch)
+            assert (mine is None) == (theirs is None), (kernel.name, launch.grid, launch.block)
+            if mine is not None:
+                assert _same_outputs(mine, theirs), (kernel.name, launch.grid, launch.block)
+                compared += 1
+        assert compared, kernel.name
 
 
 def test_the_executable_sample_kernels_are_all_there():
