@@ -1086,6 +1086,8 @@ def _packed(spec: OpSpec) -> Semantics:
     an instruction not in the table is unsupported, never integer arithmetic on the word."""
     root = spec.root
     element = "bf16" if "bf16x2" in spec.types else "f16"
+    if root == "setp":
+        return _setp_packed(spec, element)
     if (root not in _PACKED_HALF and root != "fma") or any(m in DIRECTED for m in spec.mods):
         raise Unsupported(f"unsupported instruction '{spec.opcode}'")
     fn = _PACKED_FMA[element] if root == "fma" else _PACKED_HALF[root]
@@ -1094,6 +1096,23 @@ def _packed(spec: OpSpec) -> Semantics:
     operands = {"fma": 3, "neg": 1, "abs": 1}.get(root, 2)
     return Semantics(["b32"] * operands, "b32",
                      packed_half.elementwise(fn, spec.mods, element))
+
+
+def _setp_packed(spec: OpSpec, element: str) -> Semantics:
+    """`setp.cmp.f16x2 p|q, a, b`: p compares the lower elements, q the upper ones (the
+    lowering gives q `element` 1). Elements compare exactly as float32."""
+    if any(m in _BOOL_OPS for m in spec.mods):
+        raise Unsupported(f"unsupported instruction '{spec.opcode}'")
+    cmp = _comparison(replace(spec, opcode=f"setp.{'.'.join(spec.mods[:-1])}.f32"), "f32")
+    half = 1 if spec.element == 1 else 0
+    ftz = "ftz" in spec.mods and element == "f16"
+
+    def setp(a, b):
+        x, y = (packed_half.unpack(w, element)[half] for w in (a, b))
+        if ftz:
+            x, y = packed_half.flush(x), packed_half.flush(y)
+        return cmp(np.asarray(x, np.float32), np.asarray(y, np.float32))
+    return Semantics(["b32", "b32"], "pred", setp)
 
 
 def _cvt_packed(spec: OpSpec) -> Semantics:

@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpudiv.interp import packed_half
+from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_ops import OpSpec, Unsupported, assign_semantics
+from gpudiv.load import parse_text
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -68,7 +70,40 @@ def test_pack_layout_modifiers_and_conversion():
     assert low == 0 and high == 0 and np.signbit(high)
 
 
-@pytest.mark.parametrize("opcode", ["setp.gt.f16x2", "setp.gt.bf16x2", "ex2.approx.bf16x2",
+def test_setp_f16x2_compares_each_half_into_its_own_predicate():
+    text = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 k_p0)
+{
+	.reg .pred %p<3>;
+	.reg .b16 %h<5>;
+	.reg .b32 %r<10>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [k_p0];
+	mov.u32 %r1, %tid.x;
+	cvt.rn.f16.u32 %h1, %r1;
+	mov.b16 %h2, 0x4200;
+	mov.b32 %r2, {%h1, %h2};
+	mov.b16 %h3, 0x4000;
+	mov.b32 %r3, {%h3, %h3};
+	setp.lt.f16x2 %p1|%p2, %r2, %r3;
+	selp.u32 %r4, 1, 0, %p1;
+	selp.u32 %r5, 10, 0, %p2;
+	add.u32 %r6, %r4, %r5;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r6;
+	ret;
+}
+"""
+    kernel = parse_text(text, "k.ptx", "ptx").kernels[0]
+    result = run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(32, np.uint32)}))
+    # lower half: tid < 2 sets %p1; upper half 3.0 < 2.0 never sets %p2
+    assert list(result.buffers[kernel.params[0]]) == [1, 1] + [0] * 30
+
+
+@pytest.mark.parametrize("opcode", ["setp.gt.and.f16x2", "ex2.approx.bf16x2",
                                     "ex2.approx.f16x2", "add.rz.f16x2", "cvt.rn.f16x2.f64"])
 def test_other_packed_instructions_are_unsupported_not_integer_arithmetic(opcode):
     with pytest.raises(Unsupported):
