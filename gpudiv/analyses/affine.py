@@ -24,7 +24,7 @@ from gpudiv.analyses.results import (
     undefined_variable_warnings,
 )
 from gpudiv.analyses.simple import HIDDEN_KINDS, _gates, first_reasons, joins_by_block
-from gpudiv.solve import SolveResult, shipped_rule, solve
+from gpudiv.solve import SolveResult, shipped_rule
 from gpudiv.ssa import SSAForm
 
 RULE_FILES = ("cfg.lp", "affine.lp")
@@ -41,15 +41,6 @@ def option_facts(options: Mapping[str, bool] | None) -> str:
     if unknown:
         raise ValueError(f"unknown affine option '{unknown[0]}' (known: {', '.join(OPTIONS)})")
     return "".join(f"affine_off({name}).\n" for name in OPTIONS if not options.get(name, True))
-
-
-def solve_affine(facts: str, degree: int = 1, options: Mapping[str, bool] | None = None,
-                 extra_rules: tuple[str, ...] = ()) -> SolveResult:
-    """Solve a kernel's facts with the affine rules of the given degree (1 or 2)."""
-    if degree not in DEGREE_RULES:
-        raise ValueError(f"unsupported degree {degree} (1 or 2)")
-    files = [shipped_rule(f) for f in RULE_FILES + DEGREE_RULES[degree]] + list(extra_rules)
-    return solve(files, facts, extra=option_facts(options))
 
 
 def coefficients(solved: SolveResult, degree: int) -> dict[str, Coefficients]:
