@@ -69,7 +69,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
 
     `namespace` is put in front of every name of a block, loop or SSA variable (never in
     front of operators, kinds or spaces), so that the facts of several kernels can share
-    one ground program without their names meeting (`gpudiv.analyses.batch`).
+    one ground program without their names meeting (`gpudiv.analyses.driver`).
     """
     cfg = ssa.cfg
     kernel = cfg.kernel
