@@ -3,6 +3,7 @@
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,8 @@ SAMPLES = Path(__file__).parents[1] / "samples" / "musimd"
 # Fewer launch shapes than `gpudiv check` so that thousands of programs stay affordable;
 # they still cover one lane, partial warps, several warps and both warp widths.
 SHAPES = ((1, 4), (7, 4), (32, 32), (45, 32))
-PROPERTY = settings(max_examples=1500, deadline=None, derandomize=True,
+SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
+PROPERTY = settings(max_examples=int(1500 * SCALE), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -31,6 +33,7 @@ def violations_of(text: str, seed: int) -> list:
     return found
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
 def test_theorem_1_structured_programs(seed, statements):
@@ -39,7 +42,8 @@ def test_theorem_1_structured_programs(seed, statements):
     assert violations_of(program, seed) == [], program
 
 
-@settings(PROPERTY, max_examples=600)
+@pytest.mark.slow
+@settings(PROPERTY, max_examples=int(600 * SCALE))
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
 def test_theorem_1_unstructured_programs(seed, statements):
     """Unstructured joins, run with reconvergence at immediate post-dominators."""

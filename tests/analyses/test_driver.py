@@ -54,6 +54,7 @@ def test_joint_runs_equal_kernels_solved_alone_on_every_ptx_sample(name):
     assert checked >= 100
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), kernels=st.integers(2, 4))
