@@ -30,6 +30,23 @@ class Loop:
 
 
 @dataclass
+class Rejoin:
+    """A block where lanes split by a branch inside a cycle may meet again after different
+    numbers of trips around that cycle (temporal divergence inside the cycle).
+
+    `block` is the immediate post-dominator of every branch in `branches`; it lies in
+    `loop`, the outermost cycle that contains the branch and the block and that some path
+    from the branch re-enters through one of the cycle's headers before reaching `block`.
+    A value defined in `loop` and read at or after `block` may then hold the value of a
+    different iteration in each lane.
+    """
+
+    block: str
+    loop: str
+    branches: list[str]
+
+
+@dataclass
 class ControlFlowGraph:
     """Per-kernel CFG with its dominance information and loops."""
 
@@ -44,6 +61,7 @@ class ControlFlowGraph:
     falls_off_end: bool = False
     loop_exits: dict[str, list[str]] = field(default_factory=dict)
     synthetic: dict[str, str] = field(default_factory=dict)
+    rejoins: dict[str, Rejoin] = field(default_factory=dict)
 
     def successors(self, label: str) -> list[str]:
         """Successor blocks in a stable order (branch target last)."""
@@ -151,8 +169,69 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     ipdom = nx.immediate_dominators(pdom_graph.reverse(copy=False), EXIT)
     idom.pop(ENTRY, None)
     ipdom.pop(EXIT, None)
+    rejoins = _rejoin_points(graph, ipdom, loops)
     return ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
-                            falls_off, loop_exits, synthetic)
+                            falls_off, loop_exits, synthetic, rejoins)
+
+
+def _innermost_loops(loops: dict[str, Loop]) -> dict[str, Loop]:
+    """The deepest loop of every block that is in a loop."""
+    innermost: dict[str, Loop] = {}
+    for loop in sorted(loops.values(), key=lambda lp: lp.depth):
+        for block in loop.blocks:
+            innermost[block] = loop
+    return innermost
+
+
+def _region(graph: nx.DiGraph, branch: str, stop: str) -> set[str]:
+    """Blocks on paths from the successors of `branch` that do not pass `stop`."""
+    seen: set[str] = set()
+    work = [s for s in graph.successors(branch) if s != stop]
+    while work:
+        block = work.pop()
+        if block in seen or block == EXIT:
+            continue
+        seen.add(block)
+        work.extend(s for s in graph.successors(block) if s != stop)
+    return seen
+
+
+def _rejoin_points(graph: nx.DiGraph, ipdom: dict[str, str],
+                   loops: dict[str, Loop]) -> dict[str, Rejoin]:
+    """Rejoin points of branches in cycles (see `Rejoin`), keyed by block.
+
+    Lanes split at a branch meet again at its immediate post-dominator P. When P lies in a
+    cycle with the branch and a path from the branch reaches a header of that cycle before
+    P, some lanes go round the cycle again before they reach P, so the lanes meeting at P
+    can be in different iterations. Cycles containing both blocks are nested, so the
+    outermost such cycle decides which values may differ.
+    """
+    innermost = _innermost_loops(loops)
+    rejoins: dict[str, Rejoin] = {}
+    for branch in graph.nodes:
+        if graph.out_degree(branch) < 2 or branch not in innermost:
+            continue
+        post = ipdom.get(branch)
+        enclosing: list[Loop] = []
+        loop: Loop | None = innermost[branch]
+        while loop is not None:
+            if post in loop.blocks:
+                enclosing.append(loop)
+            loop = loops[loop.parent] if loop.parent else None
+        if not enclosing:
+            continue
+        region = _region(graph, branch, post)
+        reentered = [lp for lp in enclosing if region.intersection(lp.headers)]
+        if not reentered:
+            continue
+        outermost = reentered[-1]
+        found = rejoins.setdefault(post, Rejoin(post, outermost.name, []))
+        found.branches.append(branch)
+        if loops[found.loop].depth > outermost.depth:
+            found.loop = outermost.name
+    for found in rejoins.values():
+        found.branches.sort()
+    return rejoins
 
 
 def reconvergence_points(cfg: ControlFlowGraph) -> dict[str, str]:

@@ -25,7 +25,7 @@ UNIFORM_EDGE = "#2e7d32"
 DIVERGENT_TEXT = "#b71c1c"
 AFFINE_TEXT = "#a66b00"
 TEXT_COLOURS = {"divergent": DIVERGENT_TEXT, "affine": AFFINE_TEXT, "constaffine": AFFINE_TEXT}
-PHI_SYMBOLS = {"mu": "μ", "gamma": "γ", "eta": "η"}
+PHI_SYMBOLS = {"mu": "μ", "gamma": "γ", "eta": "η", "rejoin": "ρ"}
 
 
 class GraphvizError(Exception):

@@ -130,10 +130,21 @@ def divergence_steps(result: KernelResult, name: str, depth: int = 0,
         for block in _exit_branches(result, origin):
             steps += _branch_steps(result, block, depth + 1, seen)
             break
+    elif why == "rejoin":
+        steps.append(Step(last, _line(result, last), why, origin,
+                          _rejoin_words(result, last, origin), depth))
+        steps += _branch_steps(result, origin, depth + 1, seen)
     else:
         steps.append(Step(last, _line(result, last), why, origin,
                           _source_words(result, last), depth))
     return steps
+
+
+def _rejoin_words(result: KernelResult, var: str, branch: str) -> str:
+    """Why a rejoin copy is divergent, in words."""
+    return (f"{var} is read where lanes split by the divergent branch at {branch} (line "
+            f"{_branch_line(result, branch)}) meet again after different numbers of trips "
+            "around a cycle")
 
 
 def _exit_branches(result: KernelResult, loop: str) -> list[str]:
@@ -216,6 +227,8 @@ def _terminal_because(result: KernelResult, var: str, why: str, origin: str) -> 
     if why == "loop_exit":
         return Step(var, line, why, origin, f"{var} is read after loop {origin}, which "
                     "lanes leave in different iterations")
+    if why == "rejoin":
+        return Step(var, line, why, origin, _rejoin_words(result, var, origin))
     text = _BECAUSE_WORDS.get(why, "{v}: " + why).format(v=var, o=origin)
     return Step(var, line, why, origin, text)
 

@@ -11,6 +11,7 @@ from collections.abc import Collection
 
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
+from gpudiv.invariants import invariant_values
 from gpudiv.operators import normalise
 from gpudiv.ssa import SSAForm
 
@@ -20,7 +21,7 @@ RELATIONS: dict[str, int] = {
     "branch": 2, "branch_cond": 2, "uniform_hint": 1,
     "var": 2, "def_kind": 2, "def_line": 2, "operand": 2,
     "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
-    "phi": 2, "mu": 2, "eta": 2, "load": 3, "store": 3, "atomic": 2,
+    "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1, "load": 3, "store": 3, "atomic": 2,
     "assign_op": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3, "back_edge": 2,
     "thread_id": 1,
 }
@@ -95,6 +96,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             add(f"loop_parent({q(loop.name)},{q(loop.parent)})")
         for b in sorted(loop.blocks):
             add(f"loop_block({q(loop.name)},{q(b)})")
+    for rejoin in cfg.rejoins.values():
+        for branch in rejoin.branches:
+            add(f"rejoin_gate({q(rejoin.block)},{q(branch)})")
     for source, header in back_edges(cfg):
         add(f"back_edge({q(source)},{q(header)})")
     for br in ssa.branches:
@@ -103,6 +107,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             add(f"branch_cond({q(br.block)},{q(br.condition)})")
         if instrs[br.instruction].attrs.get("uniform_hint"):
             add(f"uniform_hint({q(br.block)})")
+    for name in sorted(invariant_values(ssa)):
+        add(f"invariant_value({q(name)})")
     for var in ssa.variables.values():
         name = q(var.name)
         add(f"var({name},{quote(var.source)})")
@@ -127,6 +133,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
                 add(f"phi_arg({name},{q(pred)},{q(value)})")
         if var.kind == "eta":
             add(f"eta({name},{q(var.loop)})")
+        if var.kind == "rejoin":
+            add(f"rejoin({name},{q(var.block)})")
         if instr is None:
             continue
         if instr.kind == ir.ASSIGN:

@@ -225,6 +225,9 @@ def _terminal(result: KernelResult, var: str, why: str, origin: str) -> str:
         return f"{var} merges values after the divergent branch at {origin}"
     if why == "loop_exit":
         return f"{var} is read after loop {origin}, which lanes leave in different iterations"
+    if why == "rejoin":
+        return (f"{var} is read where lanes split by the divergent branch at {origin} meet "
+                "again after different numbers of trips around a cycle")
     ssa_var = result.ssa.variables.get(var)
     kind = ssa_var.kind if ssa_var else ""
     return _SOURCE_WORDS.get(kind, "{name} is a source of divergence").format(name=var)

@@ -1,4 +1,5 @@
-"""Gated SSA: φ at (pruned) iterated dominance frontiers, η at loop exits (LCSSA).
+"""Gated SSA: φ at (pruned) iterated dominance frontiers, η at loop exits (LCSSA), and
+rejoin copies where lanes of different iterations of a cycle meet inside it.
 
 Every φ knows what gates it: a μ merges the entry value of a loop with its loop-carried
 values at the loop header; a γ merges values at a join of branches (which branches is a
@@ -6,6 +7,9 @@ property the rules derive: `join/2` in rules/cfg.lp); an η is the copy of a loo
 value on the loop's dedicated exit block, gated by the loop's exits. Because every value
 used outside its loop goes through an η, one class holds for an SSA variable at all its
 uses (Sampaio 2013 §3.3; the thesis builds the same form with Tu & Padua's algorithm).
+A rejoin copy is the same idea inside a cycle: lanes split by a branch may go round the
+cycle a different number of times before they meet at the branch's post-dominator, so a
+value of the cycle read there is a copy gated by that branch (docs/design.md, "Cycles").
 """
 
 from __future__ import annotations
@@ -109,11 +113,7 @@ def _place_etas(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
                 statements: dict[str, list[int]],
                 live_in: dict[str, set[str]]) -> dict[str, list[tuple[str, str]]]:
     """(loop, variable) η copies at the top of each dedicated loop-exit block."""
-    def_blocks: dict[str, set[str]] = {}
-    for label, numbers in statements.items():
-        for n in numbers:
-            if instrs[n].dest is not None:
-                def_blocks.setdefault(instrs[n].dest, set()).add(label)
+    def_blocks = _definition_blocks(instrs, statements)
     etas: dict[str, list[tuple[str, str]]] = {}
     for loop_name, exit_blocks in cfg.loop_exits.items():
         blocks = cfg.loops[loop_name].blocks
@@ -124,19 +124,44 @@ def _place_etas(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
     return etas
 
 
-def _place_phis(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
-                statements: dict[str, list[int]], live_in: dict[str, set[str]],
-                etas: dict[str, list[tuple[str, str]]]) -> dict[str, list[str]]:
-    """Source variables that need a φ at each block (pruned by liveness)."""
-    frontier = nx.dominance_frontiers(cfg.graph, ENTRY)
+def _definition_blocks(instrs: list[ir.Instruction], statements: dict[str, list[int]],
+                       *copies: dict[str, list[tuple[str, str]]]) -> dict[str, set[str]]:
+    """Blocks that define each source variable: instructions, then (gate, variable) copies
+    such as η and rejoin copies placed at the top of blocks."""
     def_blocks: dict[str, set[str]] = {}
     for label, numbers in statements.items():
         for n in numbers:
             if instrs[n].dest is not None:
                 def_blocks.setdefault(instrs[n].dest, set()).add(label)
-    for label, pairs in etas.items():
-        for _, var in pairs:
-            def_blocks.setdefault(var, set()).add(label)
+    for placed in copies:
+        for label, pairs in placed.items():
+            for _, var in pairs:
+                def_blocks.setdefault(var, set()).add(label)
+    return def_blocks
+
+
+def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
+                   def_blocks: dict[str, set[str]],
+                   phis: dict[str, list[str]]) -> dict[str, list[tuple[str, str]]]:
+    """(loop, variable) rejoin copies at the top of each rejoin point (`cfg.Rejoin`): every
+    variable live there that its cycle defines, by an instruction, an η or a φ."""
+    in_phis: dict[str, set[str]] = {}
+    for label, names in phis.items():
+        for var in names:
+            in_phis.setdefault(var, set()).add(label)
+    rejoins: dict[str, list[tuple[str, str]]] = {}
+    for label, rejoin in cfg.rejoins.items():
+        blocks = cfg.loops[rejoin.loop].blocks
+        for var in sorted(live_in[label]):
+            if (def_blocks.get(var, set()) | in_phis.get(var, set())) & blocks:
+                rejoins.setdefault(label, []).append((rejoin.loop, var))
+    return rejoins
+
+
+def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
+                live_in: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Source variables that need a φ at each block (pruned by liveness)."""
+    frontier = nx.dominance_frontiers(cfg.graph, ENTRY)
     phis: dict[str, list[str]] = {}
     for var, blocks in sorted(def_blocks.items()):
         work = list(blocks)
@@ -203,7 +228,12 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     statements = _block_statements(cfg)
     live_in = _liveness(cfg, instrs, statements)
     etas = _place_etas(cfg, instrs, statements, live_in)
-    phi_sources = _place_phis(cfg, instrs, statements, live_in, etas)
+    def_blocks = _definition_blocks(instrs, statements, etas)
+    phi_sources = _place_phis(cfg, def_blocks, live_in)
+    rejoins = _place_rejoins(cfg, live_in, def_blocks, phi_sources)
+    if rejoins:
+        phi_sources = _place_phis(cfg, _definition_blocks(instrs, statements, etas, rejoins),
+                                  live_in)
     renamer = _Renamer(cfg, instrs)
     uses: list[list[str | None]] = [[] for _ in instrs]
     defs: list[str | None] = [None] * len(instrs)
@@ -245,6 +275,12 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
             operand = renamer.current(source, loc)
             var = SSAVar("", source, "eta", label, loc, operands=[operand], loop=loop_name,
                          phi_kind="eta")
+            names.append(renamer._define(source, var))
+            pushed.append(source)
+        for loop_name, source in rejoins.get(label, []):
+            operand = renamer.current(source, loc)
+            var = SSAVar("", source, "rejoin", label, loc, operands=[operand],
+                         loop=loop_name, phi_kind="rejoin")
             names.append(renamer._define(source, var))
             pushed.append(source)
         if names:

@@ -18,7 +18,8 @@ from gpudiv.solve import shipped_rule, solve
 SAMPLES = Path(__file__).parents[1] / "samples"
 SUM_TRIANGLE = SAMPLES / "musimd" / "sumTriangle.musimd"
 DERIVED_SIMPLE = {"control_dependent", "region", "join", "divergent", "uniform", "constant",
-                  "divergent_branch", "uniform_branch", "divergent_loop_exit", "reason"}
+                  "divergent_branch", "uniform_branch", "divergent_loop_exit",
+                  "divergent_rejoin", "reason"}
 
 
 def parse_decls(schema_dl: str) -> dict[str, list[tuple[str, str]]]:

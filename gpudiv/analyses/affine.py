@@ -72,7 +72,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
             continue
         variables.append(VariableResult(
             var.name, var.source, var.loc.line, classes[var.name], var.kind,
-            constants.get(var.name), reasons.get(var.name), _gates(var, joins),
+            constants.get(var.name), reasons.get(var.name), _gates(var, joins, ssa.cfg.rejoins),
             values[var.name]))
     branches = branch_results(ssa, solved.unary("affine_divergent_branch"))
     warnings = undefined_variable_warnings(ssa)

@@ -7,7 +7,8 @@ until nothing changes. Because every transfer function is monotone and the latti
 finite height, the result is the maximal fixed point whatever the order of the worklist
 (`order_seed` shuffles it). It reads the SSA form directly, not the facts, and computes
 join points and divergent loop exits itself; it shares only the operator normalisation
-(`gpudiv.operators`) with the fact generator. Used by the differential tests; shipped so
+(`gpudiv.operators`), the rejoin points of the CFG and the invariant φs
+(`gpudiv.invariants`) with the fact generator. Used by the differential tests; shipped so
 that anyone can check a rule variant against it.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from gpudiv import ir
 from gpudiv.cfg import EXIT, ControlFlowGraph
 from gpudiv.facts import THREAD_ID_NAMES, back_edges, fits
+from gpudiv.invariants import invariant_values
 from gpudiv.operators import normalise
 from gpudiv.ssa import SSAForm, SSAVar
 
@@ -217,6 +219,7 @@ class AffineReference:
         self.back = set(back_edges(self.cfg))
         self.branch_cond = {br.block: br.condition for br in ssa.branches}
         self.joins = join_points(self.cfg, [br.block for br in ssa.branches])
+        self.invariant = invariant_values(ssa)
         self.values: dict[str, Value] = {name: self.dom.top() for name in ssa.variables}
 
     # operands -------------------------------------------------------------------------
@@ -257,9 +260,14 @@ class AffineReference:
                 value = dom.meet(value, self.values[u])
             gated = any(self.branch_divergent(b) for b, joins in self.joins.items()
                         if var.block in joins)
-            return dom.bottom() if gated else value
+            return dom.bottom() if gated and var.name not in self.invariant else value
         if kind == "eta":
-            if self.loop_exit_divergent(var.loop):
+            if self.loop_exit_divergent(var.loop) and var.name not in self.invariant:
+                return dom.bottom()
+            return self.values[var.operands[0]]
+        if kind == "rejoin":
+            gates = self.cfg.rejoins[var.block].branches
+            if any(self.branch_divergent(b) for b in gates) and var.name not in self.invariant:
                 return dom.bottom()
             return self.values[var.operands[0]]
         n = var.instruction
@@ -320,6 +328,8 @@ class AffineReference:
                 if var.kind == "phi" and var.block in self.joins.get(block, ()):
                     users[cond].add(var.name)
                 if var.kind == "eta" and block in self.cfg.loops[var.loop].blocks:
+                    users[cond].add(var.name)
+                if var.kind == "rejoin" and block in self.cfg.rejoins[var.block].branches:
                     users[cond].add(var.name)
         names = list(self.ssa.variables)
         if order_seed is not None:

@@ -16,6 +16,7 @@ from gpudiv.analyses.results import (
     undefined_variable_warnings,
 )
 from gpudiv.solve import SolveResult, shipped_rule
+from gpudiv.cfg import Rejoin
 from gpudiv.ssa import SSAForm, SSAVar
 
 RULE_FILES = ("cfg.lp", "divergence.lp")
@@ -24,12 +25,15 @@ RULE_FILES = ("cfg.lp", "divergence.lp")
 HIDDEN_KINDS = ("special", "undef")
 
 
-def _gates(var: SSAVar, joins: dict[str, list[str]]) -> list[str]:
-    """What gates a φ/η: the loop of a μ or η, the branch blocks a γ joins."""
+def _gates(var: SSAVar, joins: dict[str, list[str]], rejoins: dict[str, Rejoin]) -> list[str]:
+    """What gates a φ/η: the loop of a μ or η, the branch blocks a γ joins, the branches
+    whose lanes meet at a rejoin copy."""
     if var.phi_kind in ("mu", "eta"):
         return [var.loop]
     if var.phi_kind == "gamma":
         return joins.get(var.block, [])
+    if var.phi_kind == "rejoin":
+        return list(rejoins[var.block].branches)
     return []
 
 
@@ -68,7 +72,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
             klass = "uniform"
         variables.append(VariableResult(var.name, var.source, var.loc.line, klass, var.kind,
                                         constants.get(var.name), reasons.get(var.name),
-                                        _gates(var, joins)))
+                                        _gates(var, joins, ssa.cfg.rejoins)))
     branches = branch_results(ssa, solved.unary("divergent_branch"))
     warnings = undefined_variable_warnings(ssa)
     return KernelResult(
