@@ -21,7 +21,8 @@ RELATIONS: dict[str, int] = {
     "branch": 2, "branch_cond": 2, "uniform_hint": 1,
     "var": 2, "def_kind": 2, "def_line": 2, "operand": 2,
     "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
-    "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1, "load": 3, "store": 3, "atomic": 2,
+    "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1,
+    "load": 3, "store": 3, "atomic": 2,
     "assign_op": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3, "back_edge": 2,
     "thread_id": 1,
 }

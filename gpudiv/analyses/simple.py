@@ -15,8 +15,8 @@ from gpudiv.analyses.results import (
     branch_results,
     undefined_variable_warnings,
 )
-from gpudiv.solve import SolveResult, shipped_rule
 from gpudiv.cfg import Rejoin
+from gpudiv.solve import SolveResult, shipped_rule
 from gpudiv.ssa import SSAForm, SSAVar
 
 RULE_FILES = ("cfg.lp", "divergence.lp")
