@@ -22,7 +22,7 @@ RELATIONS: dict[str, int] = {
     "var": 2, "def_kind": 2, "def_line": 2, "operand": 2,
     "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
     "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1,
-    "load": 3, "store": 3, "atomic": 2,
+    "load": 3, "load_arg": 3, "store": 3, "atomic": 2,
     "assign_op": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3, "back_edge": 2,
     "thread_id": 1,
 }
@@ -149,6 +149,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
         elif instr.kind == ir.LOAD:
             address = _operand_atom(ssa, instrs, var.instruction, 0, q)
             add(f"load({name},{quote(instr.space)},{address})")
+            for index in range(len(instr.args)):
+                operand = _operand_atom(ssa, instrs, var.instruction, index, q)
+                add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
     for n, instr in enumerate(instrs):

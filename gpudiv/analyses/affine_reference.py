@@ -275,7 +275,8 @@ class AffineReference:
         if any(c is TOP for a in args for c in a):
             return dom.top()
         if kind == "load":
-            if self.instrs[n].space == "local" or not dom.is_uniform(args[0]):
+            # Every operand counts: the address, and a texture fetch's coordinates.
+            if self.instrs[n].space == "local" or not all(dom.is_uniform(a) for a in args):
                 return dom.bottom()
             return dom.uniform()
         return self.assign(normalise(self.instrs[n]), args, _literal_shift(self.instrs[n]))
