@@ -170,7 +170,8 @@ def _branch_steps(result: KernelResult, block: str, depth: int, seen: set[str]) 
 _BECAUSE_WORDS = {
     "input": "{v} is a kernel input: the same in every lane, not known statically",
     "memory": "{v} is loaded from memory: not known statically",
-    "address": "{v} is loaded from address {o}, which differs between lanes",
+    "address": "{v} is loaded with operand {o} (its address or a texture coordinate), "
+               "which differs between lanes",
     "overflow": "a coefficient of {v} does not fit in ±2^30 (or a literal is too large)",
     "degree": "{v} is a product with a term in a power of tid above the analysis' degree",
     "nonlinear": "{v} applies an operator the analysis does not model to {o}, which "

@@ -4,7 +4,7 @@
 // some lanes out of the kernel creates no join and no divergent loop exit: the loop
 // counters of the lanes that stay are still the same in every lane.
 //
-// decode_ops: a switch over an opcode read per thread, with an unreachable default, inside
+// decode_ops: a switch over an opcode read per thread (two bits), with an unreachable default, inside
 //   a loop nest (the shape LLVM gives to a chain of ifs: the default becomes a trap).
 // guarded_rows: a row loop whose body leaves the kernel on a thread-dependent error.
 // early_return: a loop that returns from the kernel when a thread's element is found,
@@ -16,7 +16,7 @@ extern "C" __global__ void decode_ops(const int *ops, int *acc, int rows, int co
     for (int r = 0; r < rows; ++r) {
         for (int c = 0; c < cols; ++c) {
             int op = ops[(r * cols + c) * blockDim.x + threadIdx.x];
-            switch (op) {
+            switch (op & 3) {
             case 0: sum += r; break;
             case 1: sum -= c; break;
             case 2: sum ^= r * c; break;
