@@ -21,6 +21,7 @@ from gpudiv.analyses.affine_reference import solve_reference
 from gpudiv.api import analyze, analyze_text, check
 from gpudiv.frontend import ptx as front
 from gpudiv.load import parse_text
+from gpudiv.operators import normalise_ptx
 
 ANALYSES = ("simple", "affine", "affine2")
 
@@ -388,3 +389,50 @@ def test_reference_solver_agrees_on_wide_shifts(degree):
         got.setdefault(var, {})[power] = None
     solved = {v: tuple(c[p] for p in range(degree + 1)) for v, c in got.items()}
     assert solved == solve_reference(result.ssa, degree)
+
+
+CMPWRAP = """
+.version 8.7
+.target sm_80
+.address_size 64
+.visible .entry cmpwrap(.param .u64 cmpwrap_param_0)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [cmpwrap_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    add.s32 %r2, %r1, -16;
+    setp.lt.u32 %p1, %r1, %r2;
+    @%p1 bra DONE;
+    st.global.u32 [%rd2], %r1;
+DONE:
+    setp.lt.s32 %p2, %r1, %r2;
+    @%p2 bra END;
+    st.global.u32 [%rd2+4], %r1;
+END:
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("analysis", ["affine", "affine2"])
+def test_unsigned_ordered_comparison_of_equal_strides_wraps_at_zero(analysis):
+    """`tid < tid − 16` on u32 holds in lanes 0–15 only (it was called uniform: 6
+    violations); on s32 it is false in every lane, and the difference decides."""
+    analysed = analyze_text(CMPWRAP, "cmpwrap.ptx", analysis, language="ptx")
+    (kernel,) = analysed.kernels
+    assert [b.divergent for b in kernel.branches] == [True, False]
+    (report,) = check(analysed)
+    assert report.status == "checked" and report.violations == []
+
+
+@pytest.mark.parametrize("opcode, name", [
+    ("setp.lt.u32", "generic"), ("setp.lo.u32", "generic"), ("setp.hs.u64", "generic"),
+    ("setp.le.b32", "generic"), ("set.gt.u32.u32", "generic"),
+    ("setp.lt.s32", "cmp"), ("setp.ge.s64", "cmp"), ("set.lt.u32.s32", "cmp"),
+    ("setp.eq.u32", "cmp"), ("setp.ne.b64", "cmp"), ("setp.eq.s16", "cmp"),
+])
+def test_which_integer_comparisons_the_difference_decides(opcode, name):
+    assert normalise_ptx(opcode, 2) == name
