@@ -114,6 +114,24 @@ def integer_bits(instr: ir.Instruction) -> int | None:
     return INTEGER_TYPES[types[-1]]
 
 
+def zero_extended_bits(instr: ir.Instruction) -> int | None:
+    """The width of the unsigned operands a PTX `copy`/`mul`/`mad` zero-extends
+    (`cvt.u64.u32` → 32, `mul.wide.u16` → 16), or None when it does not widen unsigned
+    values. Their value is then `v mod 2^w`, which is `v` only where 0 ≤ v < 2^w."""
+    operator = instr.operator or ""
+    root, *modifiers = operator.split(".")
+    if root not in ("cvt", "mul", "mad") or normalise(instr) not in ("copy", "mul", "mad"):
+        return None
+    types = _ptx_types(modifiers)
+    if root == "cvt":
+        destination, source = types
+        wider = INTEGER_TYPES[destination] > INTEGER_TYPES[source]
+        return INTEGER_TYPES[source] if wider and source.startswith("u") else None
+    if "wide" in modifiers and types[-1].startswith("u"):
+        return INTEGER_TYPES[types[-1]]
+    return None
+
+
 def normalise(instr: ir.Instruction) -> str:
     """The normalised operator name of an assignment (see the module table)."""
     operator = instr.operator or "copy"

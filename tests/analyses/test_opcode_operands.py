@@ -22,6 +22,7 @@ from gpudiv.api import analyze, analyze_text, check
 from gpudiv.frontend import ptx as front
 from gpudiv.load import parse_text
 from gpudiv.operators import normalise_ptx
+from gpudiv.solve import shipped_rule
 
 ANALYSES = ("simple", "affine", "affine2")
 
@@ -173,6 +174,30 @@ LITERAL_FORMS = [
     "selp.b32 %r3, 1, 0, {p};", "bfe.u32 %r3, {r}, 8, 8;", "prmt.b32 %r3, {r}, 0, 0x3210;",
 ]
 
+# Zero extension of a thread-dependent value that may wrap below 0, then the other lane's
+# value subtracted: the 64-bit difference is not the same in every lane.
+WIDENING_FORMS = [
+    "add.s32 %r0, %r2, -16;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s32 %r0, %r2, -16;\n    mul.wide.u32 %rd0, %r0, 4;\n    mul.wide.u32 %rd3, %r2, 4;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s32 %r0, %r2, -16;\n    mad.wide.u32 %rd0, %r0, 4, %rd1;"
+    "\n    mad.wide.u32 %rd3, %r2, 4, %rd1;\n    sub.s64 %rd3, %rd0, %rd3;",
+    "sub.s32 %r0, %r2, %r1;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s16 %h0, %h2, -3;\n    cvt.u32.u16 %r0, %h0;\n    cvt.u32.u16 %r3, %h2;"
+    "\n    sub.s32 %r3, %r0, %r3;",
+]
+# The same with values that stay in range in every lane: the difference is uniform.
+WIDENING_IN_RANGE = [
+    "add.s32 %r0, %r2, 16;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s32 %r0, %r2, 16;\n    mul.wide.u32 %rd0, %r0, 4;\n    mul.wide.u32 %rd3, %r2, 4;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "sub.s32 %r0, 2000, %r2;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    add.s64 %rd3, %rd0, %rd3;",
+]
+
 # Forms whose result is uniform whatever the thread-dependent operand: the literal fixes it.
 PROVABLY_UNIFORM = [
     "shl.b32 %r3, {r}, 32;", "shl.b32 %r3, {r}, 40;", "and.b32 %r3, {r}, 0;",
@@ -257,22 +282,29 @@ def instances(form: str) -> list[str]:
     return [text.replace("{{", "{").replace("}}", "}") for text in out or [form]]
 
 
-ALL_FORMS = FORMS + LITERAL_FORMS + GUARDED_FORMS + UNIFORM_RESULT + PROVABLY_UNIFORM
+ALL_FORMS = (FORMS + LITERAL_FORMS + GUARDED_FORMS + UNIFORM_RESULT + PROVABLY_UNIFORM
+             + WIDENING_FORMS + WIDENING_IN_RANGE)
 
 
 @cache
-def all_classes(analysis: str) -> dict[str, dict[str, bool]]:
-    """Instruction text → {SSA name: uniform} for the destinations (`%x3`) that the last
-    line of the text defines, for every instance of every form: one kernel each, all in
-    one module, so that the driver solves them in a few clingo runs."""
+def analysed_module(analysis: str) -> tuple[list[str], list]:
+    """Every instance of every form as one kernel, all in one module (so that the driver
+    solves them in a few clingo runs), and their results."""
     texts = list(dict.fromkeys(t for form in ALL_FORMS for t in instances(form)))
     module = HEADER + "".join(KERNEL.format(name=f"k{i}", instruction=text)
                               for i, text in enumerate(texts))
     program = parse_text(module, "audit.ptx", "ptx")
     assert not program.errors, [str(e) for e in program.errors[:5]]
     assert not any("unknown" in d.message for d in program.diagnostics), program.diagnostics
+    return texts, analyze(program, analysis).kernels
+
+
+@cache
+def all_classes(analysis: str) -> dict[str, dict[str, bool]]:
+    """Instruction text → {SSA name: uniform} for the destinations (`%x3`) that the last
+    line of the text defines, for every instance of every form."""
     out = {}
-    for text, result in zip(texts, analyze(program, analysis).kernels, strict=True):
+    for text, result in zip(*analysed_module(analysis), strict=True):
         dests = set(DEST.findall(text))
         last = max(v.line for v in result.variables if v.source in dests)
         out[text] = {v.name: v.uniform for v in result.variables
@@ -302,6 +334,36 @@ def test_warp_and_block_collectives_stay_uniform(analysis):
 
 
 @pytest.mark.parametrize("analysis", ANALYSES)
+def test_zero_extension_below_zero_is_not_affine(analysis):
+    """`cvt.u64.u32(tid − 16) − cvt.u64.u32(tid)` is 2^32 − 16 in lanes 0–15 and −16 in
+    the others (it was taken as −16: uniform)."""
+    classes = all_classes(analysis)
+    assert [text for text in WIDENING_FORMS if any(classes[text].values())] == []
+
+
+@pytest.mark.parametrize("analysis", ["affine", "affine2"])
+def test_zero_extension_in_range_stays_affine(analysis):
+    classes = all_classes(analysis)
+    assert [text for text in WIDENING_IN_RANGE if not all(classes[text].values())] == []
+
+
+def test_every_bottom_coefficient_of_every_form_is_explained():
+    """rules/affine_explain.lp gives every ⊥ coefficient a cause (`wrap` for widening)."""
+    texts, _ = analysed_module("affine2")
+    module = HEADER + "".join(KERNEL.format(name=f"k{i}", instruction=text)
+                              for i, text in enumerate(texts))
+    kernels = parse_text(module, "audit.ptx", "ptx").kernels
+    explaining = affine.analysis("affine2", 2, extra_rules=(shipped_rule("affine_explain.lp"),))
+    causes = set()
+    for text, result in zip(texts, explaining.run(kernels), strict=True):
+        bottoms = set(result.relations["affine_bot"])
+        explained = {(v, n) for v, n, _, _ in result.relations["because"]}
+        assert bottoms <= explained, (text, sorted(bottoms - explained)[:3])
+        causes |= {why for _, _, why, _ in result.relations["because"]}
+    assert {"wrap", "address", "overflow", "nonlinear"} <= causes
+
+
+@pytest.mark.parametrize("analysis", ANALYSES)
 def test_literals_that_fix_the_result(analysis):
     classes = all_classes(analysis)
     for form in PROVABLY_UNIFORM:
@@ -327,6 +389,22 @@ def test_every_instance_is_one_kernel_and_names_its_opcode():
     assert len(instances("add.s32 %r3, {r}, {r};")) == 2
     assert instances("add.s32 %r3, {r}, {r};")[1] == "add.s32 %r3, %r1, %r2;"
     assert instances("activemask.b32 %r3;") == ["activemask.b32 %r3;"]
+
+
+def solved(result, degree: int) -> dict[str, tuple]:
+    """SSA name → coefficients (tid⁰ first, None for ⊥) as the rules solved them."""
+    got: dict[str, dict[int, int | None]] = {}
+    for var, power, value in result.relations["affine_coef"]:
+        got.setdefault(var, {})[power] = value
+    for var, power in result.relations["affine_bot"]:
+        got.setdefault(var, {})[power] = None
+    return {v: tuple(c[p] for p in range(degree + 1)) for v, c in got.items()}
+
+
+@pytest.mark.parametrize("analysis, degree", [("affine", 1), ("affine2", 2)])
+def test_reference_solver_agrees_on_every_form(analysis, degree):
+    for text, result in zip(*analysed_module(analysis), strict=True):
+        assert solved(result, degree) == solve_reference(result.ssa, degree), text
 
 
 def test_simple_uniform_implies_affine_uniform_on_every_form():
@@ -382,13 +460,7 @@ def test_reference_solver_agrees_on_wide_shifts(degree):
     kernel = parse_text(SHL64, "shl64.ptx", "ptx").kernels[0]
     driver = affine2.analyze_kernel if degree == 2 else affine.analyze_kernel
     result = driver(kernel)
-    got: dict[str, dict[int, int | None]] = {}
-    for var, power, value in result.relations["affine_coef"]:
-        got.setdefault(var, {})[power] = value
-    for var, power in result.relations["affine_bot"]:
-        got.setdefault(var, {})[power] = None
-    solved = {v: tuple(c[p] for p in range(degree + 1)) for v, c in got.items()}
-    assert solved == solve_reference(result.ssa, degree)
+    assert solved(result, degree) == solve_reference(result.ssa, degree)
 
 
 CMPWRAP = """
