@@ -214,3 +214,18 @@ def test_cycles_mode_is_deterministic_and_differs_from_plain_mode() -> None:
     assert random_program(5, 30, cycles=True) != random_program(5, 30, unstructured=True)
     assert all("MID_" not in random_program(seed, 30, unstructured=True)
                for seed in range(20))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(-2**40, 2**40), statements=st.integers(1, 60),
+       max_depth=st.integers(0, 4), barriers=st.booleans())
+def test_any_seed_and_size_with_cycles(seed: int, statements: int, max_depth: int,
+                                       barriers: bool) -> None:
+    """A cycle adds at most two levels to the loop forest (an inner cycle through MID)."""
+    text = random_program(seed, statements, max_depth=max_depth, barriers=barriers,
+                          cycles=True)
+    kernel = _kernel(text)
+    ssa, _ = _analyse(kernel)
+    assert not ssa.cfg.unreachable and not ssa.cfg.no_exit
+    assert max((loop.depth for loop in ssa.cfg.loops.values()), default=0) <= 2 * max_depth
+    assert all(t.startswith(("HEAD_", "CY", "MID_")) for t in _backward_targets(kernel))
