@@ -82,7 +82,8 @@ class _Translator:
         """The address of word `operand` of the shared or local array, as `[...]`."""
         array = "sh" if space == "shared" else "lo"
         if isinstance(operand, ir.Const):
-            return f"[{array}+{4 * operand.value}]" if operand.value else f"[{array}]"
+            offset = 4 * operand.value
+            return f"[{array}+{offset}]" if offset else f"[{array}]"
         index = self.value(operand, immediate=False)
         if space == "shared":
             base, offset, total = self.fresh("r"), self.fresh("r"), self.fresh("r")
