@@ -27,6 +27,10 @@ from gpudiv.randptx import random_ptx
 ANALYSES = ("simple", "affine", "affine2")
 # One lane, a partial warp, a full warp of 32 and two warps (one partial).
 SHAPES = ((1, 4), (7, 4), (32, 32), (45, 32))
+# PTX: one block each (the blocks of a grid would all run the same program): a warp, two
+# warps (one partial), 2-D and 3-D blocks; parameters drawn by synthesize_launches.
+PTX_SHAPES = (((1, 1, 1), (32, 1, 1), "zeros"), ((1, 1, 1), (45, 1, 1), "ints"),
+              ((1, 1, 1), (8, 4, 1), "ints"), ((1, 1, 1), (4, 3, 2), "zeros"))
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
 PROPERTY = settings(max_examples=int(1500 * SCALE), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -60,8 +64,8 @@ def violations(text: str, language: str, seed: int,
     assert all(not r.errors for r in results.values()), text
     kernel = program.kernels[0]
     if language == "ptx":
-        launches, run, failure = synthesize_launches(kernel, seed), run_ptx_kernel, \
-            PtxExecutionError
+        launches, run, failure = synthesize_launches(kernel, seed, PTX_SHAPES), \
+            run_ptx_kernel, PtxExecutionError
     else:
         launches, run, failure = random_launches(kernel, seed, SHAPES, "ipdom"), run_kernel, \
             ExecutionError
@@ -97,7 +101,7 @@ def test_musimd_programs_with_cycles(seed, statements):
 
 
 @pytest.mark.slow
-@settings(PROPERTY, max_examples=int(500 * SCALE))
+@settings(PROPERTY, max_examples=int(400 * SCALE))
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
 def test_musimd_programs_with_cycles_and_more_nesting(seed, statements):
     """Deeper nesting (cycles in cycles in cycles) and barriers at the top level."""
@@ -107,10 +111,10 @@ def test_musimd_programs_with_cycles_and_more_nesting(seed, statements):
 
 
 @pytest.mark.slow
-@settings(PROPERTY, max_examples=int(500 * SCALE))
+@settings(PROPERTY, max_examples=int(600 * SCALE))
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
 def test_ptx_programs_with_cycles(seed, statements):
-    """The same shapes in PTX, run on the PTX interpreter (grids, 2-D and 3-D blocks)."""
+    """The same shapes in PTX, run on the PTX interpreter (2-D and 3-D blocks too)."""
     assert_sound(random_ptx(seed, statements), "ptx", seed)
 
 
