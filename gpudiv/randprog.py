@@ -44,6 +44,7 @@ programs still terminate for any inputs.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 BINARY = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=",
           "&", "|", "^", "<<", ">>", "min", "max")
@@ -56,6 +57,45 @@ UNIFORM_SOURCES = ("n", "k", "warpid", "ntid")
 DIVERGENT_SOURCES = ("tid", "laneid")
 MAX_TRIPS = 6
 ONE_PATH = 16
+
+
+@dataclass
+class _Cycle:
+    """The names of one generated cycle (see the module doc's picture)."""
+
+    ident: int
+    depth: int
+    bound: str
+    carried: str
+    live: str
+    before: set[str]
+    entries: list[str]
+    exits: list[str]
+
+    @property
+    def counter(self) -> str:
+        """Counted up once per trip through MID."""
+        return f"i{self.depth}"
+
+    @property
+    def guard(self) -> str:
+        """`counter < bound`: the cases back into the cycle are taken only while it holds."""
+        return f"g{self.depth}"
+
+    @property
+    def select(self) -> str:
+        """The value the switch at the bottom chooses on."""
+        return f"q{self.depth}"
+
+    @property
+    def mid(self) -> str:
+        """The merge block every trip goes through."""
+        return f"MID_{self.ident}"
+
+    @property
+    def out(self) -> str:
+        """Where the exit blocks meet."""
+        return f"OUT_{self.ident}"
 
 
 class _Generator:
@@ -354,24 +394,22 @@ class _Generator:
             self.emit(f"c = {select} == {index}")
             self.emit(f"bnz c, {label}")
 
-    def switch(self, cases: list[str], inside: set[str], counter: str, guard: str,
-               select: str, live: str, ident: int, depth: int) -> None:
-        """A switch on `select` lowered as a chain of branches; cases back into the cycle
-        are taken only while `guard` holds; each new block may read `live`."""
+    def switch(self, cases: list[str], inside: set[str], shape: _Cycle) -> None:
+        """The switch as a chain of branches; cases back into the cycle need the guard."""
         for index, label in enumerate(cases):
             if index > 0:
-                self.emit("", f"SW{ident}_{index}")
-                self.read_live(live, depth)
+                self.emit("", f"SW{shape.ident}_{index}")
+                self.read_live(shape.live, shape.depth)
                 if self.rng.random() < 0.3:
-                    self.nested(depth + 1)
+                    self.nested(shape.depth + 1)
             back = label in inside
             if back and self.rng.random() < 0.2:
-                self.emit(f"bnz {guard}, {label}")  # `default: back while g holds`
+                self.emit(f"bnz {shape.guard}, {label}")  # `default: back while g holds`
                 continue
             compare = self.rng.choice(("==", "==", "==", "<=", "!="))
-            self.emit(f"c = {select} {compare} {index}")
+            self.emit(f"c = {shape.select} {compare} {index}")
             if back:
-                self.emit(f"c = c & {guard}")
+                self.emit(f"c = c & {shape.guard}")
             self.emit(f"bnz c, {label}")
 
     def read_live(self, live: str, depth: int) -> None:
@@ -384,65 +422,77 @@ class _Generator:
             self.define(dest)
 
     def cycle(self, depth: int) -> None:
-        """A cycle with one to three entries, a merge block MID, a switch at the bottom
-        going back to the entries and out through one to three exits (module doc)."""
+        """A cycle: entry choice, entry blocks, MID with its switch, exits (module doc)."""
         ident = self.fresh_id()
-        counter, guard, select = f"i{depth}", f"g{depth}", f"q{depth}"
         bound = self.bound(depth, self.rng.random() < 0.5)
-        self.emit(f"{counter} = 0")
+        self.emit(f"i{depth} = 0")
         carried, live = self.rng.sample(POOL, 2)
         for name in (carried, live):
             self.emit(f"{name} = {self.operand()}")
             self.define(name)
-        before = set(self.defined)
-        entries = [f"CY{ident}_{j}" for j in range(self.rng.choice((1, 2, 2, 2, 3)))]
-        mid, out = f"MID_{ident}", f"OUT_{ident}"
-        exits = [f"X{ident}_{j}" for j in range(self.rng.choice((1, 2, 2, 3)))]
-        into = entries[1:] + ([mid] if self.rng.random() < 0.25 else [])
+        shape = _Cycle(
+            ident, depth, bound, carried, live, set(self.defined),
+            [f"CY{ident}_{j}" for j in range(self.rng.choice((1, 2, 2, 2, 3)))],
+            [f"X{ident}_{j}" for j in range(self.rng.choice((1, 2, 2, 3)))])
+        into = shape.entries[1:] + ([shape.mid] if self.rng.random() < 0.25 else [])
         self.choose_entry(into)
         written, self.written = self.written, set()
-        self.counters.append(counter)
-        self.exits.extend(exits)
-        paths = []
-        for index, label in enumerate(entries):
-            self.emit("", label)
-            self.defined = set(before)
-            scale = self.rng.randint(1, 7)
-            self.emit(f"{carried} = {counter} * {scale}")
-            if self.rng.random() < 0.5:
-                self.emit(f"{carried} = {carried} + {self.operand()}")
-            paths.append(self.nested(depth + 1))
-            if index < len(entries) - 1 or self.rng.random() < 0.2:
-                self.emit(f"jump {mid}")
-        self.emit("", mid)
-        self.merge(before, paths + ([before] if mid in into else []))
-        self.emit(f"{live} = {carried} {self.rng.choice(('+', '-', '*', '^'))} {counter}")
-        if self.rng.random() < 0.5:
-            self.nested(depth + 1)
-        self.emit(f"{counter} = {counter} + 1")
-        self.emit(f"{guard} = {counter} < {bound}")
-        self.selector(select, self.rng.randint(2, 4), self.rng.random() < 0.6, counter)
-        inside = [*entries, mid]
-        cases = [self.rng.choice(inside)]
-        cases += [self.rng.choice(inside + exits) for _ in range(self.rng.randint(0, 3))]
-        cases += [label for label in exits[1:] if label not in cases]
-        self.rng.shuffle(cases)
-        self.switch(cases, set(inside), counter, guard, select, live, ident, depth)
+        self.counters.append(shape.counter)
+        self.exits.extend(shape.exits)
+        paths = self.cycle_entries(shape)
+        self.merge(shape.before, paths + ([shape.before] if shape.mid in into else []))
+        self.cycle_bottom(shape)
         self.counters.pop()
-        del self.exits[-len(exits):]
-        for index, label in enumerate(exits):
+        del self.exits[-len(shape.exits):]
+        self.cycle_exits(shape)
+        inside, self.written = self.written, written | self.written
+        self.maybe |= inside - self.defined
+        self.read_live(self.rng.choice((live, carried, shape.counter)), depth)
+
+    def cycle_entries(self, shape: _Cycle) -> list[set[str]]:
+        """The entry blocks, each with its own value of `carried`, all going on to MID."""
+        paths = []
+        for index, label in enumerate(shape.entries):
             self.emit("", label)
-            self.defined = set(before) | {counter, bound}
-            self.read_live(live, depth)
+            self.defined = set(shape.before)
+            self.emit(f"{shape.carried} = {shape.counter} * {self.rng.randint(1, 7)}")
+            if self.rng.random() < 0.5:
+                self.emit(f"{shape.carried} = {shape.carried} + {self.operand()}")
+            paths.append(self.nested(shape.depth + 1))
+            if index < len(shape.entries) - 1 or self.rng.random() < 0.2:
+                self.emit(f"jump {shape.mid}")
+        return paths
+
+    def cycle_bottom(self, shape: _Cycle) -> None:
+        """MID: `live` from `carried`, the counter and guard, the switch at the bottom."""
+        self.emit("", shape.mid)
+        operator = self.rng.choice(("+", "-", "*", "^"))
+        self.emit(f"{shape.live} = {shape.carried} {operator} {shape.counter}")
+        if self.rng.random() < 0.5:
+            self.nested(shape.depth + 1)
+        self.emit(f"{shape.counter} = {shape.counter} + 1")
+        self.emit(f"{shape.guard} = {shape.counter} < {shape.bound}")
+        self.selector(shape.select, self.rng.randint(2, 4), self.rng.random() < 0.6,
+                      shape.counter)
+        inside = [*shape.entries, shape.mid]
+        cases = [self.rng.choice(inside)]
+        cases += [self.rng.choice(inside + shape.exits) for _ in range(self.rng.randint(0, 3))]
+        cases += [label for label in shape.exits[1:] if label not in cases]
+        self.rng.shuffle(cases)
+        self.switch(cases, set(inside), shape)
+
+    def cycle_exits(self, shape: _Cycle) -> None:
+        """The exit blocks (the first is the switch's default), each reading `live`."""
+        for index, label in enumerate(shape.exits):
+            self.emit("", label)
+            self.defined = shape.before | {shape.counter, shape.bound}
+            self.read_live(shape.live, shape.depth)
             if self.rng.random() < 0.3:
-                self.nested(depth + 1)
-            if index < len(exits) - 1:
-                self.emit(f"jump {out}")
-        self.emit("", out)
-        self.defined = before | {counter, bound}
-        inside_written, self.written = self.written, written | self.written
-        self.maybe |= inside_written - self.defined
-        self.read_live(self.rng.choice((live, carried, counter)), depth)
+                self.nested(shape.depth + 1)
+            if index < len(shape.exits) - 1:
+                self.emit(f"jump {shape.out}")
+        self.emit("", shape.out)
+        self.defined = shape.before | {shape.counter, shape.bound}
 
     # -- dispatch ------------------------------------------------------------------------
 
