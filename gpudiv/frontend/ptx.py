@@ -767,6 +767,9 @@ class _KernelLowering:
         self.var_types: dict[str, str] = {}  # IR register name → declared PTX type
         self.bodies = [info]  # the kernel and every function inlined into it
         self.symbol_names: set[str] = set()
+        self.guard_temps: dict[str, str] = {}  # guard temporary → the register it updates
+        self.groups = 0  # the group id of the last PTX instruction lowered
+        self.group_source: PInstr | None = None
 
     # -- small helpers -----------------------------------------------------------------
     def error(self, message: str, line: int, column: int) -> None:
@@ -788,8 +791,11 @@ class _KernelLowering:
         extra = fields.pop("attrs", None)
         if extra:
             attrs.update(extra)
+        if pi is not self.group_source:
+            self.group_source = pi
+            self.groups += 1
         return ir.Instruction(kind, ir.Loc(pi.line, pi.column), text=pi.text, attrs=attrs,
-                              **fields)
+                              group=self.groups, **fields)
 
     def label(self, name: str, line: int, column: int, user: bool = True) -> None:
         self.items.append(("label", name, ir.Loc(line, column), user))
@@ -955,9 +961,9 @@ class _KernelLowering:
             self.items.extend(produced)
             return
         guard = self.guard_operand(frame, pi)
-        shown = ("!" if pi.negated else "") + str(guard)
+        typed = ir.Guard(guard, pi.negated)
         for instr in produced:
-            instr.attrs["guard"] = shown
+            instr.guard = typed
             if instr.dest is None:
                 self.items.append(instr)
                 continue
@@ -969,7 +975,8 @@ class _KernelLowering:
             select = self.instr(frame, pi, ir.ASSIGN, dest=dest,
                                 args=(guard, ir.Var(temp), ir.Var(dest)),
                                 operator="select.not" if pi.negated else "select",
-                                attrs={"guard": shown, "guarded_select": True})
+                                attrs={"guarded_select": True})
+            self.guard_temps[temp] = dest
             self.items.append(select)
 
     def branch_on_guard(self, frame: _Frame, pi: PInstr, target: str, when: bool,
@@ -1055,25 +1062,25 @@ class _KernelLowering:
         elif root in BARRIER_ROOTS:
             if "warp" in mods:
                 return  # bar.warp.sync (__syncwarp): no block-wide effect, dropped
-            hidden = {"hidden_args": self.values(frame, ops)} if ops else {}
-            produced = [self.instr(frame, pi, ir.BARRIER, attrs=hidden)]
-            if "red" in mods and ops:  # bar.red, barrier.red, barrier.cta.red
-                hidden = {"hidden_args": self.values(frame, ops[1:]),
-                          **self.operand_notes(frame, ops[1:])}
+            reduction = "red" in mods and ops  # bar.red, barrier.red, barrier.cta.red
+            read = self.values(frame, ops[1:] if reduction else ops)  # not the destination
+            produced = [self.instr(frame, pi, ir.BARRIER, implicit=read)]
+            if reduction:
+                notes = self.operand_notes(frame, ops[1:])
                 produced += [self.instr(frame, pi, ir.ASSIGN, dest=d, operator=opcode,
-                                        attrs=dict(hidden))
+                                        implicit=self.values(frame, ops[1:]),
+                                        attrs=dict(notes))
                              for d in self.dests(frame, ops[0])]
             self.emit(frame, pi, produced)
         elif root in DROPPED_ROOTS:
             return
         elif root in UNIFORM_COLLECTIVE_ROOTS:
-            # The operands are not arguments (the result is uniform), but the interpreter
-            # needs them: `hidden_args`.
+            # The operands are implicit reads, not arguments (the result is uniform).
             dests = self.dests(frame, ops[0]) if ops else []
-            hidden = {"hidden_args": self.values(frame, ops[1:]),
-                      **self.operand_notes(frame, ops[1:])}
+            notes = self.operand_notes(frame, ops[1:])
             self.emit(frame, pi, [self.instr(frame, pi, ir.ASSIGN, dest=d, operator=opcode,
-                                             attrs=dict(hidden))
+                                             implicit=self.values(frame, ops[1:]),
+                                             attrs=dict(notes))
                                   for d in dests])
         else:
             if root not in OPAQUE_ROOTS:
@@ -1413,6 +1420,16 @@ class _KernelLowering:
 # From lowered items to a kernel.
 # ---------------------------------------------------------------------------------------
 
+def _register_table(lowering: _KernelLowering) -> dict[str, str]:
+    """The declared type of every register of the kernel; a guard temporary has the type
+    of the register its select updates."""
+    table = dict(lowering.var_types)
+    for temp, dest in lowering.guard_temps.items():
+        if dest in table:
+            table[temp] = table[dest]
+    return table
+
+
 def _split_blocks(items: list, referenced: set[str]) -> list[ir.Block]:
     """Basic blocks: a referenced label starts a block, as does the instruction after a
     terminator. Labels nothing branches to (debug markers) do not split a block."""
@@ -1597,8 +1614,7 @@ class _Reader:
         if not blocks or not any(b.instructions for b in blocks):
             blocks.append(ir.Block("$end", [ir.Instruction(ir.STOP, loc, text="")], loc,
                                    user_label=False))
-        used = {a.name for i in instructions for a in (*i.args, *i.attrs.get("hidden_args", ()))
-                if isinstance(a, ir.Special)}
+        used = {a.name for i in instructions for a in i.reads if isinstance(a, ir.Special)}
         specials = {name: klass for name, klass in sorted(lowering.specials.items())
                     if name in used or name not in lowering.symbol_names}
         kernel = ir.Kernel(fn.name, [p.name for p in fn.params], blocks, loc,
@@ -1611,6 +1627,7 @@ class _Reader:
             "params": tuple((p.name, p.type, p.size, p.align) for p in fn.params),
             "symbols": symbols,
         }
+        kernel.registers = _register_table(lowering)
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:
