@@ -66,7 +66,7 @@ def _block_label(result: KernelResult, label: str,
         symbol = PHI_SYMBOLS.get(var.phi_kind or "", "φ")
         lines.append((f"{name} = {symbol}({', '.join(var.operands)})", colours.get(name)))
     if block is not None:
-        for offset, instr in enumerate(block.instructions):
+        for instr in block.instructions:
             defined = ssa.defs.get(instr.id)
             text = instr.text or instr.kind
             lines.append((text, colours.get(defined) if defined else None))

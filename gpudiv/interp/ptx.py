@@ -509,7 +509,8 @@ def _generic(space: str, address: int) -> int:
 
 
 def _guess_type(instr: ir.Instruction, types: dict[str, str]) -> str | None:
-    """The PTX type of a register the kernel's register table does not have (`.param` slots of inlined calls, the carry flag) from the instruction defining it."""
+    """The PTX type of a register missing from the kernel's register table (`.param`
+    slots of inlined calls, the carry flag) from the instruction defining it."""
     if instr.attrs.get("carry"):
         return "u32"
     opcode = str(instr.attrs.get("opcode", ""))
