@@ -23,6 +23,10 @@ STOP = "stop"
 # An instruction whose result the analyses cannot see through (an unknown opcode, a call
 # to an unknown function, a lane-exchanging operation): its destination is divergent.
 OPAQUE = "opaque"
+# An instruction with no effect on values or control flow that the program still says:
+# memory ordering (PTX `membar`, `fence`), hints (`prefetch`, `nanosleep`) and
+# `bar.warp.sync` (convergent). Kept so that a printed program says it too.
+FENCE = "fence"
 
 TERMINATORS = frozenset({BRANCH, JUMP, STOP})
 
@@ -129,6 +133,12 @@ class Instruction:
         """Names of the variables this instruction reads (all of `reads`), in order."""
         return [a.name for a in self.reads if isinstance(a, Var)]
 
+    def form(self) -> tuple:
+        """What the instruction does, without identity, position or notes: two
+        instructions with equal forms are interchangeable."""
+        return (self.kind, self.dest, self.args, self.operator, self.space, self.target,
+                self.guard, self.implicit)
+
 
 @dataclass
 class Block:
@@ -220,6 +230,9 @@ class Program:
     kernels: list[Kernel]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     parse_ms: dict[str, float] = field(default_factory=dict)
+    # Front-end specific facts about the whole file (PTX: "module", what a printer needs
+    # besides the kernels: directives, module variables, device functions).
+    attrs: dict[str, object] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:

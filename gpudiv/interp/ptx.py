@@ -852,7 +852,7 @@ class _Machine:
             guard = instr.guard
             if guard:
                 op.cond = self._guard(guard)
-        elif kind_ == ir.SYNC:
+        elif kind_ in (ir.SYNC, ir.FENCE):
             op.code = NOP
         elif kind_ == ir.ASSIGN and opcode.split(".")[0] in ("bar", "barrier") \
                 and "red" in opcode.split("."):
