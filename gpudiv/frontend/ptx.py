@@ -732,6 +732,8 @@ class _Frame:
     inlined_at: tuple = ()
     origin: tuple | None = None
     origin_inlined: tuple | None = None
+    call: PInstr | None = None  # the kernel's call instruction this body is inlined for
+    call_origin: tuple | None = None  # the CUDA position of that call
     # ("r" | "i", name) → the IR operands it reads in this frame (`_KernelLowering.value`)
     names: dict[tuple, tuple] = field(default_factory=dict)
 
@@ -789,6 +791,8 @@ class _KernelLowering:
         self.guard_temps: dict[str, str] = {}  # guard temporary → the register it updates
         self.group_forms: dict[int, PInstr] = {}  # group → the kernel's PTX instruction
         self.kernel_groups: dict[int, int] = {}  # id() of a kernel's PInstr → its group
+        # group of an inlined body → (the kernel's call, its CUDA position)
+        self.inlined_groups: dict[int, tuple[PInstr, tuple | None]] = {}
         self.own_labels: set[str] = set()  # labels of the kernel's body (not inlined)
         self.groups = 0  # the group id of the last PTX instruction lowered
         self.group_source: PInstr | None = None
@@ -830,6 +834,8 @@ class _KernelLowering:
             if frame.is_kernel:
                 self.kernel_groups[id(pi)] = self.groups
                 self.group_forms[self.groups] = pi
+            elif frame.call is not None:
+                self.inlined_groups[self.groups] = (frame.call, frame.call_origin)
         return self.groups
 
     def label(self, name: str, line: int, column: int, user: bool = True) -> None:
@@ -1411,7 +1417,9 @@ class _KernelLowering:
         if info not in self.bodies:
             self.bodies.append(info)
         chain = tuple(o for o in (frame.origin, frame.origin_inlined) if o) + frame.inlined_at
-        inner = _Frame(info, suffix, f"$ret{suffix}", (*frame.stack, frame.info.fn.name), chain)
+        inner = _Frame(info, suffix, f"$ret{suffix}", (*frame.stack, frame.info.fn.name), chain,
+                       call=pi if frame.is_kernel else frame.call,
+                       call_origin=frame.origin if frame.is_kernel else frame.call_origin)
         skip = None
         if pi.guard is not None:
             skip = f"$skip{suffix}"
@@ -1479,7 +1487,7 @@ def _source_record(fn: PFunction, info: _FuncInfo, lowering: _KernelLowering,
         "labels": frozenset(lowering.own_labels),
         "forms": dict(lowering.group_forms),
         "group_forms": {g: tuple(forms) for g, forms in groups.items()},
-        "inlined": frozenset(g for g in groups if g not in lowering.group_forms),
+        "inlined": dict(lowering.inlined_groups),
     }
 
 
