@@ -54,6 +54,7 @@ from gpudiv.frontend.ptx_forms import decl_layout as _decl_layout
 from gpudiv.frontend.ptx_forms import float_bits as _float_bits
 from gpudiv.frontend.ptx_forms import number as _number
 from gpudiv.frontend.ptx_forms import perf_text as _perf_text
+from gpudiv.frontend.ptx_types import infer_types
 
 # ---------------------------------------------------------------------------------------
 # Tables: what an opcode or a special register means. The grammar knows none of this.
@@ -1491,14 +1492,16 @@ def _source_record(fn: PFunction, info: _FuncInfo, lowering: _KernelLowering,
     }
 
 
-def _register_table(lowering: _KernelLowering) -> dict[str, str]:
-    """The declared type of every register of the kernel; a guard temporary has the type
-    of the register its select updates."""
+def _register_table(lowering: _KernelLowering,
+                    instructions: list[ir.Instruction]) -> dict[str, str]:
+    """The type of every register of the kernel: as declared; a guard temporary has the
+    type of the register its select updates; the others (`.param` slots, parameters of
+    inlined functions, the carry flag) as their defining instruction says."""
     table = dict(lowering.var_types)
     for temp, dest in lowering.guard_temps.items():
         if dest in table:
             table[temp] = table[dest]
-    return table
+    return infer_types(instructions, table)
 
 
 def _split_blocks(items: list, referenced: set[str]) -> list[ir.Block]:
@@ -1715,7 +1718,7 @@ class _Reader:
             "params": tuple((p.name, p.type, p.size, p.align) for p in fn.params),
             "symbols": symbols,
         }
-        kernel.registers = _register_table(lowering)
+        kernel.registers = _register_table(lowering, kernel.instructions())
         kernel.attrs["ptx_source"] = _source_record(fn, info, lowering, kernel)
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():

@@ -48,6 +48,8 @@ import numpy as np
 from gpudiv import cfg as cfg_module
 from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
+from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
+from gpudiv.frontend.ptx_types import guess_type as _guess_type
 from gpudiv.interp.musimd import Counters, ExecutionError, Observer, _format_lanes
 from gpudiv.interp.ptx_ops import (
     ArithmeticFault,
@@ -506,39 +508,6 @@ def _generic(space: str, address: int) -> int:
 # ---------------------------------------------------------------------------------------
 # Registers and operands
 # ---------------------------------------------------------------------------------------
-
-
-def _guess_type(instr: ir.Instruction, types: dict[str, str]) -> str | None:
-    """The PTX type of a register missing from the kernel's register table (`.param`
-    slots of inlined calls, the carry flag) from the instruction defining it."""
-    if instr.attrs.get("carry"):
-        return "u32"
-    opcode = str(instr.attrs.get("opcode", ""))
-    parts = opcode.split(".")
-    type_names = [p for p in parts[1:] if p in _TYPE_NAMES]
-    root = parts[0]
-    if instr.kind == ir.ASSIGN and instr.operator in ("copy", "select", "select.not"):
-        source = instr.args[1] if instr.operator != "copy" else instr.args[0]
-        if isinstance(source, ir.Var) and source.name in types:
-            return types[source.name]
-        return type_names[-1] if type_names else None
-    if root == "setp" or (root in ("vote",) and "ballot" not in parts) or root == "testp":
-        return "pred"
-    if root == "shfl":
-        return "pred" if instr.attrs.get("element") == 1 else "b32"
-    if root in ("cvt", "set", "slct") and type_names:
-        return type_names[0]
-    if root in ("mul", "mad") and "wide" in parts and type_names:
-        return f"{type_names[-1][0]}{2 * bits(type_names[-1])}"
-    if root in ("popc", "clz", "bfind"):
-        return "u32"
-    return type_names[-1] if type_names else None
-
-
-_TYPE_NAMES = frozenset({
-    "pred", "b8", "u8", "s8", "b16", "u16", "s16", "f16", "bf16", "b32", "u32", "s32",
-    "f32", "f16x2", "bf16x2", "tf32", "b64", "u64", "s64", "f64",
-})
 
 
 def register_types(kernel: ir.Kernel) -> dict[str, str]:
