@@ -117,7 +117,8 @@ def _declarations(kernel: ir.Kernel, source: dict, registers: set[str]) -> list[
                      f"{_init(init, bool(shape))};")
     for name, (type_, align, size) in source["param_decls"].items():
         lines.append(f".param {_layout(type_, align, size)}{name}{_shape(type_, size)};")
-    for name in sorted(registers):
+    others = {*source["symbols"], *source["param_decls"], *kernel.params}
+    for name in sorted(registers - others):
         type_ = kernel.registers.get(name)
         if not type_:
             raise PrintError(f"kernel {kernel.name}: register {name} has no type")
