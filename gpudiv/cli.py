@@ -24,6 +24,7 @@ from gpudiv.explain import register as register_explain
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run_kernel
 from gpudiv.load import LoadError, load
 from gpudiv.report import check_json, render_check
+from gpudiv.transform_cli import register as register_transform
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
 
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_report_commands(sub)
     register_explain(sub)
     register_compare(sub)
+    register_transform(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
     run.add_argument("file")
