@@ -4,7 +4,12 @@ must respect. docs/design.md, "Transformations", says how to add one."""
 
 from __future__ import annotations
 
-from gpudiv.transforms import canonicalize, dedicated_exits, identity  # noqa: F401 (registers)
+from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
+    canonicalize,
+    critical_edges,
+    dedicated_exits,
+    identity,
+)
 from gpudiv.transforms.base import PASSES, Pass, PassError, Pipeline, available, get_pass, register
 from gpudiv.transforms.builder import RewriteError, Rewriter, clone_kernel, clone_program
 

@@ -12,12 +12,13 @@ from gpudiv.load import load, parse_text
 from gpudiv.printers import print_program
 from gpudiv.transforms import PASSES, Pass, PassError, Pipeline, available, get_pass
 from gpudiv.transforms import traits as t
+from gpudiv.transforms.critical_edges import critical_edges
 from gpudiv.verify.equivalence import compare_kernels
 
 ROOT = Path(__file__).resolve().parents[2] / "samples"
 MUSIMD = sorted(ROOT.glob("musimd/*.musimd"))
 PTX = [ROOT / "cuda/scan.O3.ptx", ROOT / "cuda/sorting.O3.ptx", ROOT / "cuda/locks_spin.G.ptx"]
-SHIPPED = ["identity", "canonicalize", "dedicated-exits"]
+SHIPPED = ["identity", "canonicalize", "dedicated-exits", "split-critical-edges"]
 
 
 def test_registry_lists_every_pass_with_a_description():
@@ -68,6 +69,15 @@ def test_canonicalize_drops_unreachable_blocks_and_jumps_to_the_next_block():
     kernel = result.kernels[0]
     assert [b.label for b in kernel.blocks] == ["bb1", "NEXT"]
     assert all(i.kind != ir.JUMP for i in kernel.instructions())
+
+
+def test_split_critical_edges_leaves_none():
+    program = load(ROOT / "musimd/sumTriangle.musimd")
+    assert critical_edges(program.kernels[0])
+    result = Pipeline.parse("split-critical-edges").run(program)
+    assert critical_edges(result.kernels[0]) == []
+    assert len(result.kernels[0].blocks) == len(program.kernels[0].blocks) + len(
+        critical_edges(program.kernels[0]))
 
 
 def test_traits_of_operations():
