@@ -45,6 +45,18 @@ def test_identity_output_is_accepted_by_ptxas(capsys, tmp_path):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_rewritten_ptx_is_accepted_by_ptxas(capsys, tmp_path):
+    out_file = tmp_path / "out.ptx"
+    code, _, _ = run(capsys, "transform", str(ROOT / "cuda/sorting.O3.ptx"), "--pass",
+                     "dedicated-exits,split-critical-edges", "-o", str(out_file))
+    assert code == 0
+    assert "_exit_" in out_file.read_text(), "new blocks were printed"
+    done = subprocess.run(["ptxas", "-arch=sm_80", str(out_file), "-o", "/dev/null"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
 def test_verify_json_reports_every_kernel(capsys):
     code, out, _ = run(capsys, "transform", str(ROOT / "musimd/slides_affine.musimd"),
                        "--pass", "identity,dedicated-exits", "--verify", "--format", "json")
