@@ -48,7 +48,7 @@ class BranchResult:
     column: int
     divergent: bool
     condition: str | None
-    instruction: int
+    instruction: int  # the branch's `ir.Instruction.id`
     target: str | None = None
     # (file, line, column) of the CUDA source the branch comes from (a PTX `.loc`)
     origin: tuple | None = None
