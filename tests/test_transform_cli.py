@@ -117,3 +117,19 @@ def test_unreadable_file_and_missing_pass_are_errors(capsys, tmp_path):
     assert code == 2 and "error: no such file" in err
     code, _, err = run(capsys, "transform", str(ROOT / "musimd/gather.musimd"))
     assert code == 2 and "--pass is required" in err
+
+
+SAMPLES = sorted([*ROOT.glob("musimd/*.musimd"), *ROOT.glob("cuda/*.ptx"),
+                  *ROOT.glob("ptx/*.ptx"), *ROOT.glob("ptx_legacy/*.ptx")])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_identity_verifies_every_sample_kernel(path):
+    from gpudiv.verify.transform_check import transform
+
+    result = transform(path, "identity", verify=True)
+    assert result.kernels
+    for kernel in result.kernels:
+        assert kernel.status == "verified", (kernel.name, kernel.difference, kernel.reason)
+        assert kernel.oracle_violations == []
