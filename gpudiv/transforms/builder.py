@@ -220,3 +220,44 @@ class Rewriter:
         block = self.add_block(name, [jump], after=where)
         self.retarget(source, target, name)
         return block
+
+    def clone_region(self, labels: list[str], suffix: str = "clone") -> dict[str, str]:
+        """Copies of the blocks `labels` (fresh labels and ids) placed where they take no
+        block's fall-through; branches between region blocks go to the copies, branches
+        out of the region and fall-through out of it keep their targets (a fall-through
+        that no longer reaches its block becomes a jump). Nothing branches into the copies
+        yet: the caller retargets edges to them. Returns old label → copy label.
+
+        Copies carry no PTX group (they are new instructions), so a PTX printer writes
+        them from the IR (copies, jumps, branches) or refuses them."""
+        region = [self.kernel.blocks[self.index(label)] for label in labels]
+        names = {b.label: self.fresh_label(f"{b.label}_{suffix}") for b in region}
+        falls = {b.label: self.fall_through(self.index(b.label)) for b in region}
+        where = self.detached_position()
+        if where is None:
+            raise RewriteError("no place for a copy of the region")
+        copies: list[ir.Block] = []
+        for n, block in enumerate(region):
+            instrs = []
+            for instr in block.instructions:
+                twin = replace(instr, attrs=dict(instr.attrs), group=None, id=ir.NO_ID)
+                if twin.target in names:
+                    twin.target = names[twin.target]
+                instrs.append(self.new(twin))
+            copies.append(ir.Block(names[block.label], instrs, block.loc, user_label=False))
+            following = falls[block.label]
+            next_in_region = region[n + 1].label if n + 1 < len(region) else None
+            if following is None or following == next_in_region:
+                continue  # no fall-through, or it falls into the next copy
+            target = names.get(following, following)
+            jump = self.new(ir.Instruction(ir.JUMP, block.loc, target=target,
+                                           text=f"jump {target}"))
+            if copies[-1].terminator is None:
+                copies[-1].instructions.append(jump)
+            else:
+                label = self.fresh_label(f"{names[block.label]}_next")
+                copies.append(ir.Block(label, [jump], block.loc, user_label=False))
+        at = self.index(where) + 1
+        self.kernel.blocks[at:at] = copies
+        return names
+

@@ -86,3 +86,40 @@ def test_fresh_names_and_clone():
     copy.blocks[0].instructions.clear()
     assert k.blocks[0].instructions, "the clone is independent"
     assert [i.id for i in clone_kernel(k).instructions()] == [i.id for i in k.instructions()]
+
+
+def test_clone_region_copies_blocks_and_keeps_the_kernel_equivalent():
+    from gpudiv.verify.equivalence import compare_kernels
+
+    source = """kernel k(n)
+    i = 0
+HEAD:
+    p = i < n
+    bz p, DONE
+    shared[i] = i
+    i = i + 1
+    jump HEAD
+DONE:
+    sync
+    stop
+"""
+    original = parse_text(source, "k.musimd").kernels[0]
+    k = clone_kernel(original)
+    r = Rewriter(k)
+    names = r.clone_region(["HEAD", "bb2"])
+    assert set(names) == {"HEAD", "bb2"}
+    head_copy = k.block(names["HEAD"])
+    assert head_copy.terminator.target == "DONE", "an exit keeps its target"
+    body_copy = k.block(names["bb2"])
+    assert body_copy.terminator.target == names["HEAD"], "the back edge goes to the copy"
+    ids = [i.id for i in k.instructions()]
+    assert len(ids) == len(set(ids))
+    assert verify_kernel(k) == []
+    # enter the copy instead of the original loop: same behaviour
+    r.split_edge(k.blocks[0].label, "HEAD")
+    entry_edge = k.blocks[1]
+    entry_edge.instructions[-1].target = names["HEAD"]
+    assert verify_kernel(k) == []
+    assert compare_kernels(original, k, "musimd").status == "verified"
+    again = parse_text(print_kernel(k), "k.musimd")
+    assert again.errors == []
