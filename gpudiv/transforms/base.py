@@ -11,6 +11,7 @@ runs at the end).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -26,8 +27,8 @@ class PassError(Exception):
     """A pass that cannot be found, configured or applied."""
 
 
-class Pass:
-    """One rewrite. Subclasses set `name` and `description` and override `run`."""
+class Pass(ABC):
+    """One rewrite. Subclasses set `name` and `description` and define `run`."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -35,9 +36,9 @@ class Pass:
     def __init__(self, **options: object):
         self.options = options
 
+    @abstractmethod
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """Rewrite one kernel (in place or not) and return the result."""
-        raise NotImplementedError(f"pass {self.name} rewrites no kernels")
 
     def run_program(self, program: ir.Program, kernels: set[str] | None = None) -> None:
         """Rewrite the program's kernels (only `kernels` when given) in place."""
