@@ -223,7 +223,7 @@ class AffineReference:
         self.ssa = ssa
         self.cfg = ssa.cfg
         self.dom = Domain(degree)
-        self.instrs = ssa.cfg.kernel.instructions()
+        self.instrs = ssa.cfg.kernel.by_id()
         self.specials = ssa.cfg.kernel.specials
         self.back = set(back_edges(self.cfg))
         self.branch_cond = {br.block: br.condition for br in ssa.branches}

@@ -37,6 +37,7 @@ from gpudiv.frontend.ptx_forms import (
     decl_layout,
     float_bits,
     number,
+    perf_text,
 )
 
 # Whitespace and comments between tokens (the grammar's ignored _GAP), possessive so that a
@@ -461,13 +462,15 @@ class BodyReader:
         pos = name.end()
         if p.paren_open.match(source, pos) is not None:
             params, pos = self._params(pos)
+        directives: list[str] = []
         while (perf := p.perf.match(source, pos)) is not None:
+            directives.append(perf_text(perf.group(0)))
             pos = perf.end()
         opening = p.brace_open.match(source, pos)
         if opening is None or opening.end() != brace + 1:
             return None
         return PFunction(kind.group(1)[1:], name.group(1), linkage, rets, params, None,
-                         line, column)
+                         line, column, directives)
 
     def _params(self, pos: int) -> tuple[list[PParam], int]:
         """A parenthesised parameter list (grammar rules `params`/`ret_params`)."""
@@ -502,7 +505,7 @@ def _simple_value(match: re.Match) -> tuple:
     if kind == "n":
         return ("n", number(text))
     if kind == "f":
-        return ("n", float_bits(text))
+        return ("n", float_bits(text), text)
     return (kind, text)
 
 
