@@ -148,11 +148,13 @@ def _rejoin_words(result: KernelResult, var: str, branch: str) -> str:
 
 
 def _exit_branches(result: KernelResult, loop: str) -> list[str]:
-    """Divergent branches inside `loop` whose post-dominator is outside it."""
+    """Divergent branches inside `loop` whose lanes meet again outside it (or, failing
+    those, whose lanes leave it toward a trap)."""
     cfg = result.ssa.cfg
     blocks = cfg.loops[loop].blocks if loop in cfg.loops else set()
-    return [b.label for b in result.branches
-            if b.divergent and b.label in blocks and cfg.ipdom.get(b.label) not in blocks]
+    inside = [b.label for b in result.branches if b.divergent and b.label in blocks]
+    return ([b for b in inside if cfg.sync_ipdom.get(b) not in blocks]
+            or [b for b in inside if cfg.ipdom.get(b) not in blocks])
 
 
 def _branch_steps(result: KernelResult, block: str, depth: int, seen: set[str]) -> list[Step]:

@@ -17,9 +17,10 @@ from gpudiv.ssa import SSAForm
 
 RELATIONS: dict[str, int] = {
     "block": 1, "edge": 2, "entry": 1, "exit": 1, "ipdom": 2, "idom": 2,
+    "sync_ipdom": 2, "doomed": 1,
     "loop": 1, "loop_block": 2, "loop_parent": 2, "loop_header": 2,
     "branch": 2, "branch_cond": 2, "uniform_hint": 1,
-    "var": 2, "def_kind": 2, "def_line": 2, "operand": 2,
+    "var": 2, "def_kind": 2, "def_line": 2, "def_block": 2, "operand": 2,
     "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
     "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1,
     "load": 3, "load_arg": 3, "store": 3, "atomic": 2,
@@ -88,6 +89,10 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
     add(f"exit({q(EXIT)})")
     for node, parent in cfg.ipdom.items():
         add(f"ipdom({q(node)},{q(parent)})")
+    for node, parent in cfg.sync_ipdom.items():
+        add(f"sync_ipdom({q(node)},{q(parent)})")
+    for node in sorted(cfg.doomed):
+        add(f"doomed({q(node)})")
     for node, parent in cfg.idom.items():
         add(f"idom({q(node)},{q(parent)})")
     for loop in cfg.loops.values():
@@ -116,6 +121,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
         add(f"var({name},{quote(var.source)})")
         add(f"def_kind({name},{quote(var.kind)})")
         add(f"def_line({name},{var.loc.line})")
+        add(f"def_block({name},{q(var.block)})")
         for operand in dict.fromkeys(var.operands):
             add(f"operand({name},{q(operand)})")
         instr = instrs[var.instruction] if var.instruction is not None else None

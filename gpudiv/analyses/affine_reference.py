@@ -186,10 +186,10 @@ class Domain:
 
 def join_points(cfg: ControlFlowGraph, branch_blocks: list[str]) -> dict[str, set[str]]:
     """For each branch block B, the blocks J entered over two different edges from two
-    different successors of B before the paths reach ipdom(B)."""
+    different successors of B before the paths reach sync_ipdom(B)."""
     joins: dict[str, set[str]] = {}
     for b in branch_blocks:
-        stop = cfg.ipdom.get(b)
+        stop = cfg.sync_ipdom.get(b)
         entered: dict[str, set[tuple[str, str]]] = {}
         for s in cfg.graph.successors(b):
             entered.setdefault(s, set()).add((s, b))
@@ -246,9 +246,12 @@ class AffineReference:
         cond = self.branch_cond.get(block)
         return cond is not None and self.dom.may_diverge(self.values[cond])
 
-    def loop_exit_divergent(self, loop_name: str) -> bool:
+    def loop_exit_divergent(self, loop_name: str, at: str) -> bool:
+        """Lanes may leave the loop in different iterations and read a value at block `at`
+        (in a doomed block, lanes that go on to abort: there ipdom decides, else sync_ipdom)."""
         blocks = self.cfg.loops[loop_name].blocks
-        return any(self.branch_divergent(b) and self.cfg.ipdom.get(b) not in blocks
+        meet = self.cfg.ipdom if at in self.cfg.doomed else self.cfg.sync_ipdom
+        return any(self.branch_divergent(b) and meet.get(b) not in blocks
                    for b in blocks if b in self.branch_cond)
 
     # transfer functions -------------------------------------------------------------------
@@ -271,7 +274,8 @@ class AffineReference:
                         if var.block in joins)
             return dom.bottom() if gated and var.name not in self.invariant else value
         if kind == "eta":
-            if self.loop_exit_divergent(var.loop) and var.name not in self.invariant:
+            if (self.loop_exit_divergent(var.loop, var.block)
+                    and var.name not in self.invariant):
                 return dom.bottom()
             return self.values[var.operands[0]]
         if kind == "rejoin":
