@@ -30,8 +30,11 @@ The machine (DESIGN.md, "Semantics choices for PTX"):
 - atomics and reductions apply lane by lane in ascending lane order;
 - `shfl` reads 0 from a source lane that is not active.
 
-Errors (out of bounds, misaligned, integer division by zero, a barrier not reached by
-all warps, an unsupported instruction, an exhausted step budget) raise
+Integer division by zero does not trap (PTX leaves the result unspecified): the
+quotient is all ones and the remainder is the dividend, so a = q·b + r still holds.
+
+Errors (out of bounds, misaligned, a barrier not reached by all warps, an unsupported
+instruction, an exhausted step budget) raise
 `PtxExecutionError`: one line naming kernel, PTX line, block, warp and lanes.
 """
 
@@ -50,7 +53,6 @@ from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
 from gpudiv.interp.musimd import Counters, ExecutionError, Observer, _format_lanes
 from gpudiv.interp.ptx_ops import (
-    ArithmeticFault,
     OpSpec,
     Unsupported,
     assign_semantics,
@@ -918,9 +920,6 @@ class _Machine:
                    zip(instr.args, semantics.arg_types, symbols, strict=True)]
         write = _writer(store, semantics.result_type)
         fn = semantics.fn
-        guard = instr.attrs.get("guard")
-        if guard and root in ("div", "rem"):
-            return self._guarded_division(getters, fn, write, self._guard(str(guard)))
         if len(getters) == 1:
             g0 = getters[0]
             return lambda sel, lanes, warp: write(sel, fn(g0(sel)))
@@ -931,21 +930,6 @@ class _Machine:
             g0, g1, g2 = getters
             return lambda sel, lanes, warp: write(sel, fn(g0(sel), g1(sel), g2(sel)))
         return lambda sel, lanes, warp: write(sel, fn(*[g(sel) for g in getters]))
-
-    @staticmethod
-    def _guarded_division(getters, fn, write, guard) -> Callable:
-        def run(sel, lanes, warp):
-            values = [g(sel) for g in getters]
-            try:
-                write(sel, fn(*values))
-            except ArithmeticFault as fault:
-                mask = np.broadcast_to(fault.mask, lanes.shape)
-                held = np.broadcast_to(guard(sel), lanes.shape)
-                if (mask & held).any():
-                    raise ArithmeticFault(fault.message, mask & held) from None
-                values[1] = np.where(mask, np.ones_like(values[1]), values[1])
-                write(sel, fn(*values))
-        return run
 
     def _select(self, instr: ir.Instruction) -> Callable:
         dest = instr.dest
@@ -1480,7 +1464,7 @@ class _Machine:
             if code == EXEC:
                 try:
                     op.fn(entry[3], lanes, warp)
-                except (_Fault, ArithmeticFault) as fault:
+                except _Fault as fault:
                     raise self._fault(pc, lanes, warp.index, fault) from None
                 except Unsupported as error:
                     raise self._error(pc, lanes, warp.index, str(error)) from None

@@ -742,14 +742,30 @@ def test_misaligned_and_shared_out_of_bounds():
     assert "out-of-bounds shared store" in str(error) and "lanes 16-31" in str(error)
 
 
-def test_integer_division_by_zero_only_in_lanes_that_execute_it():
-    error = error_of("	div.s32 %r3, 7, %r1;")
-    assert "integer division by zero (div.s32)" in str(error)
-    # A guarded division is computed speculatively: only lanes whose guard holds fault.
-    body = """	setp.eq.s32 %p1, %r2, 99;
-	@%p1 div.s32 %r3, 7, %r1;
-	st.global.u32 [%rd1], %r3;"""
-    run_ptx_kernel(kernel_of(body), PtxLaunch(args={0: np.zeros(4, np.int32), 1: 0}))
+def test_integer_division_by_zero_gives_all_ones_and_the_dividend():
+    """No trap: the quotient is all ones, the remainder the dividend (a = q·b + r)."""
+    body = """	rem.u32 %r5, %r2, 3;
+	div.s32 %r3, -7, %r5;
+	rem.s32 %r4, -7, %r5;
+	div.u32 %r6, %r2, %r5;
+	rem.u32 %r7, %r2, %r5;
+	mul.wide.u32 %rd2, %r2, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r3;
+	st.global.u32 [%rd3+128], %r4;
+	st.global.u32 [%rd3+256], %r6;
+	st.global.u32 [%rd3+384], %r7;"""
+    out = np.zeros(128, np.int32)
+    result = run_ptx_kernel(kernel_of(body), PtxLaunch(args={0: out, 1: 0}))
+    got = result.buffers["k_p0"].reshape(4, 32)
+    lanes = np.arange(32)
+    b = lanes % 3
+    safe = np.where(b == 0, 1, b)
+    assert np.array_equal(got[0], np.where(b == 0, -1, -(7 // safe)))
+    assert np.array_equal(got[1], np.where(b == 0, -7, -(7 % safe)))
+    assert np.array_equal(got[2].view(np.uint32),
+                          np.where(b == 0, 0xFFFFFFFF, lanes // safe).astype(np.uint32))
+    assert np.array_equal(got[3], np.where(b == 0, lanes, lanes % safe))
 
 
 def test_step_budget_and_barrier_errors():
