@@ -51,6 +51,7 @@ import numpy as np
 from gpudiv import cfg as cfg_module
 from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
+from gpudiv.interp import ptx_texture
 from gpudiv.interp.musimd import Counters, ExecutionError, Observer, _format_lanes
 from gpudiv.interp.ptx_ops import (
     OpSpec,
@@ -116,7 +117,8 @@ class PtxLaunch:
     """A launch: grid and block shapes, one argument per kernel parameter.
 
     An argument is a NumPy array (a buffer in global memory; the parameter receives its
-    address), an int or float (a scalar encoded at the parameter's type) or bytes (a
+    address), a `ptx_texture.Texture` (a texture or surface object: the parameter receives
+    its handle), an int or float (a scalar encoded at the parameter's type) or bytes (a
     `.b8` array parameter, e.g. a struct passed by value). `args` maps parameter names
     (or positions) to arguments; missing ones are 0.
     """
@@ -126,8 +128,9 @@ class PtxLaunch:
     args: dict[str | int, object] = field(default_factory=dict)
     dynamic_shared: int = 0
     max_steps: int = 1_000_000
-    # Arrays bound to texture references (`tex` fetches the nearest texel, clamped).
-    textures: dict[str, np.ndarray] = field(default_factory=dict)
+    # Arrays bound to texture and surface references by name (`.global .texref t`);
+    # texture and surface objects are arguments: `ptx_texture.Texture(array)`.
+    textures: dict[str, np.ndarray | ptx_texture.Texture] = field(default_factory=dict)
     # The register that "tid" stands for in affine claims (gpudiv.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
@@ -150,6 +153,9 @@ class PtxLaunch:
         for name, value in self.args.items():
             if isinstance(value, np.ndarray):
                 shown[str(name)] = f"{value.dtype}[{value.size}]"
+            elif isinstance(value, ptx_texture.Texture):
+                what = "surface" if value.surface else "texture"
+                shown[str(name)] = f"{what} {value.array.dtype}{list(value.array.shape)}"
             elif isinstance(value, bytes):
                 shown[str(name)] = f"bytes[{len(value)}]"
             else:
@@ -312,6 +318,13 @@ class _Memory:
         self.addresses: dict[str, tuple[str, int]] = {}  # symbol → (space, address)
         self.glob = _Global()
         self.buffers: list[tuple[str, int, np.ndarray]] = []
+        # Arrays bound to texture/surface objects (index = handle) and references (name);
+        # each a private contiguous copy, surfaces returned as buffers.
+        self.bound: list[np.ndarray] = []
+        self.surfaces: list[tuple[str, np.ndarray]] = []
+        self.named: dict[str, np.ndarray] = {}
+        for name, value in launch.textures.items():
+            self.named[name] = self._bind(name, value)
         self.inits: list[tuple[str, int, str, tuple]] = []
         shared_top = local_top = const_top = 0
         dynamic: list[str] = []
@@ -384,7 +397,21 @@ class _Memory:
             values[name] = int.from_bytes(raw[:8].ljust(8, b"\0"), "little")
         return region, values
 
+    def _bind(self, name: str, value) -> np.ndarray:
+        """A private copy of an array bound to a texture or surface."""
+        texture = value if isinstance(value, ptx_texture.Texture) else ptx_texture.Texture(
+            np.asarray(value))
+        array = np.array(texture.array, order="C", copy=True)
+        if array.size == 0:
+            raise ValueError(f"the array bound to {name} is empty")
+        if texture.surface:
+            self.surfaces.append((name, array))
+        return array
+
     def _encode_param(self, name: str, type_: str, size: int, value) -> bytes:
+        if isinstance(value, ptx_texture.Texture):
+            self.bound.append(self._bind(name, value))
+            value = ptx_texture.handle(len(self.bound) - 1)
         if isinstance(value, np.ndarray):
             address = self.glob.reserve(value.nbytes, name)
             self.buffers.append((name, address, value))
@@ -1152,42 +1179,136 @@ class _Machine:
         type_ = self.types.get(operand.name, "b64")
         return "u64" if type_ == "pred" else type_
 
-    def _texture(self, instr: ir.Instruction, opcode: str) -> Callable:
-        """`tex.{1d,2d,3d}.v4.DTYPE.CTYPE`: the nearest texel of the bound array (clamped
-        coordinates, unnormalised); a last axis of size 4 (or less) holds the channels."""
-        parts = opcode.split(".")
-        types = [p for p in parts[1:] if p in _TYPE_NAMES]
-        geometry = next((p for p in parts[1:] if p in ("1d", "2d", "3d")), None)
-        name = instr.attrs.get("texture")
-        coords = tuple(instr.attrs.get("coords", ()))
-        if parts[0] != "tex" or geometry is None or len(types) != 2 or not name:
-            raise Unsupported(f"unsupported instruction '{opcode}'")
-        array = self.launch.textures.get(str(name))
+    # -- textures and surfaces (semantics in ptx_texture) --------------------------------
+    def _texture_operands(self, instr: ir.Instruction) -> tuple[np.ndarray | None,
+                                                                Callable | None, list]:
+        """(array bound to a named texture/surface reference, or None; for an object the
+        reader of its handle register; the operands after the handle)."""
+        attrs = instr.attrs
+        name = attrs.get("texture") or (attrs.get("symbol") if instr.kind == ir.STORE
+                                        else None)
+        if name is None:
+            return None, self._get(instr.args[0], "u64"), list(instr.args[1:])
+        array = self.memory.named.get(str(name))
         if array is None:
-            raise Unsupported(f"no array bound to texture '{name}' ({opcode})")
-        dims = int(geometry[0])
-        if len(coords) < dims:
-            raise Unsupported(f"'{opcode}' with {len(coords)} coordinates")
-        channels = array.ndim > dims
+            raise Unsupported(f"no array bound to texture or surface '{name}'")
+        operands = list(attrs.get("coords") or instr.args)
+        if instr.kind == ir.STORE:
+            operands = list(instr.args)
+        return array, None, operands
+
+    def _bound(self, named: np.ndarray | None, handles: Callable | None, sel,
+               count: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """[(array, lanes mask or None for all)] of the handles the `count` lanes hold."""
+        if named is not None:
+            return [(named, None)]
+        values = np.broadcast_to(np.asarray(handles(sel)), (count,))
+        groups = []
+        for value in np.unique(values).tolist():
+            mask = values == value
+            index = ptx_texture.handle_index(int(value), len(self.memory.bound))
+            if index is None:
+                raise _Fault(f"handle {int(value):#x} names no bound texture or surface",
+                             mask)
+            groups.append((self.memory.bound[index], None if mask.all() else mask))
+        return groups
+
+    def _texture(self, instr: ir.Instruction, opcode: str) -> Callable:
+        """tex, tld4 and suld: element `element` of a fetch, per bound array."""
+        try:
+            form = ptx_texture.parse_form(opcode, _TYPE_NAMES)
+        except ptx_texture.TextureUnsupported as error:
+            raise Unsupported(str(error)) from None
+        if form.root == "sust" or instr.dest is None:
+            raise Unsupported(f"unsupported instruction '{opcode}'")
+        named, handles, operands = self._texture_operands(instr)
+        if len(operands) < form.dims or (form.root == "tld4" and form.dims != 2):
+            raise Unsupported(f"'{opcode}' with {len(operands)} coordinates")
         element = int(instr.attrs.get("element") or 0)
-        result = canonical(types[0])
-        getters = [self._get(c, canonical(types[1])) for c in coords[:dims]]
+        if form.root == "suld":
+            size = bits(form.types[0]) // 8
+            result = f"u{8 * size}"
+            getters = [self._get(c, "s32") for c in operands[:form.dims]]
+
+            def compute(array, coords):
+                return ptx_texture.surface_load(array, form, coords, element, size)
+        else:
+            if len(form.types) != 2:
+                raise Unsupported(f"unsupported instruction '{opcode}'")
+            result = canonical(form.types[0])
+            getters = [self._get(c, canonical(form.types[1])) for c in operands[:form.dims]]
+            out_dtype = dtype(result)
+            fn = ptx_texture.gather if form.root == "tld4" else ptx_texture.fetch
+
+            def compute(array, coords):
+                return fn(array, form, coords, element, out_dtype)
         write = _writer(self.regs[instr.dest], result)
-        shape = array.shape[:dims][::-1]  # x first
-        zero = dtype(result)(0)
+        guard = instr.attrs.get("guard")
+        held = self._guard(str(guard)) if guard else None
 
         def texture(sel, lanes, warp):
-            index = []
-            for get, size in zip(getters, shape, strict=True):
-                c = np.floor(np.broadcast_to(np.asarray(get(sel), np.float64), lanes.shape))
-                index.append(np.clip(c, 0, size - 1).astype(np.intp))
-            texel = array[tuple(index[::-1])]
-            if channels:
-                texel = texel[..., element] if element < array.shape[-1] else None
-            elif element:
-                texel = None
-            write(sel, zero if texel is None else np.asarray(texel).astype(dtype(result)))
+            coords = [np.broadcast_to(np.asarray(g(sel)), lanes.shape) for g in getters]
+            if held is not None:  # lanes whose guard fails read texel 0 (never fault)
+                skip = ~np.broadcast_to(held(sel), lanes.shape)
+                coords = [np.where(skip, np.zeros_like(c), c) for c in coords]
+            write(sel, self._per_texture(named, handles, sel, lanes, coords, compute))
         return texture
+
+    def _per_texture(self, named, handles, sel, lanes: np.ndarray, coords: list,
+                     compute: Callable) -> np.ndarray:
+        """`compute(array, coords)` for each group of lanes holding the same handle."""
+        out = None
+        for array, mask in self._bound(named, handles, sel, len(lanes)):
+            try:
+                if mask is None:
+                    return compute(array, coords)
+                values = compute(array, [c[mask] for c in coords])
+            except ptx_texture.TextureFault as fault:
+                raise _Fault(fault.message, _widen(fault.mask, mask)) from None
+            if out is None:
+                out = np.zeros(len(lanes), dtype=values.dtype)
+            out[mask] = values
+        return out
+
+    def _surface_store(self, instr: ir.Instruction, opcode: str) -> Callable:
+        """sust.b: the values' raw bits at byte x (and y, z) of the bound surface."""
+        try:
+            form = ptx_texture.parse_form(opcode, _TYPE_NAMES)
+        except ptx_texture.TextureUnsupported as error:
+            raise Unsupported(str(error)) from None
+        if form.root != "sust":
+            raise Unsupported(f"unsupported instruction '{opcode}'")
+        named, handles, operands = self._texture_operands(instr)
+        size = bits(form.types[0]) // 8
+        if len(operands) < form.vector + form.dims:
+            raise Unsupported(f"'{opcode}' with {len(operands)} operands")
+        split = len(operands) - form.vector
+        getters = [self._get(c, "s32") for c in operands[:split][:form.dims]]
+        values = [self._get(v, f"u{8 * size}") for v in operands[split:]]
+        guard = instr.attrs.get("guard")
+        held = self._guard(str(guard)) if guard else None
+
+        def store(sel, lanes, warp):
+            keep = None
+            if held is not None:
+                keep = np.broadcast_to(held(sel), lanes.shape)
+                if not keep.any():
+                    return
+            for array, mask in self._bound(named, handles, sel, len(lanes)):
+                if keep is not None:
+                    mask = keep if mask is None else mask & keep
+                pick = (lambda a: a) if mask is None else (lambda a, m=mask: a[m])
+                coords = [pick(np.broadcast_to(np.asarray(g(sel)), lanes.shape))
+                          for g in getters]
+                data = [pick(np.broadcast_to(np.asarray(v(sel)), lanes.shape))
+                        for v in values]
+                if not len(coords[0]):
+                    continue
+                try:
+                    ptx_texture.surface_store(array, form, coords, data, size)
+                except ptx_texture.TextureFault as fault:
+                    raise _Fault(fault.message, _widen(fault.mask, mask)) from None
+        return store
 
     def _load(self, instr: ir.Instruction, opcode: str) -> Callable:
         parts = opcode.split(".")
@@ -1239,6 +1360,8 @@ class _Machine:
         return load
 
     def _store(self, instr: ir.Instruction, opcode: str) -> Callable:
+        if instr.space == "surface":
+            return self._surface_store(instr, opcode)
         parts = opcode.split(".")
         types = [p for p in parts[1:] if p in _TYPE_NAMES]
         if parts[0] != "st" or not types or len(instr.args) != 2:
@@ -1381,6 +1504,8 @@ class _Machine:
             start = address - GLOBAL_BASE
             raw = self.memory.glob.buf[start:start + array.nbytes].copy()
             buffers[name] = raw.view(array.dtype).reshape(array.shape)
+        for name, array in self.memory.surfaces:
+            buffers[name] = array.copy()
         return PtxRunResult(buffers, self.counters, gx * gy * gz, self.steps)
 
     def _run_block(self, index: tuple[int, int, int]) -> None:
@@ -1580,6 +1705,15 @@ class _Warp:
         self.waiting: int | None = None
 
 
+def _widen(inner: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """A lanes mask over a group (`mask` of all lanes, None: all) as a mask of all lanes."""
+    if mask is None:
+        return inner
+    full = np.zeros(len(mask), dtype=bool)
+    full[mask] = inner
+    return full
+
+
 def _with_copies(fn: Callable, copies: list[tuple[np.ndarray, np.ndarray]]) -> Callable:
     """`fn` after copying registers to their shadows in the active lanes."""
     def run(sel, lanes, warp):
@@ -1647,10 +1781,10 @@ _SMALL_SCALARS = (0, 1, 2, 3, 5, 7, 16, 33, 40)
 _POINTER_ROOTS = frozenset({"mov", "cvta", "add", "sub", "ld", "st", "call"})
 
 
-def pointer_params(kernel: ir.Kernel) -> list[str]:
-    """Parameters whose value reaches a memory address (through any chain of assignments
-    and `.param` copies, flow-insensitively): they get buffers; the others get scalars."""
-    derived: dict[str, set[str]] = {}  # register → parameters its value may come from
+def _param_sources(kernel: ir.Kernel) -> dict[str, set[str]]:
+    """The parameters each register's value may come from (through any chain of moves,
+    adds, selects and `.param` copies, flow-insensitively)."""
+    derived: dict[str, set[str]] = {}
     instructions = kernel.instructions()
     for instr in instructions:
         if (instr.kind == ir.LOAD and instr.space == "param" and instr.dest
@@ -1670,16 +1804,99 @@ def pointer_params(kernel: ir.Kernel) -> list[str]:
             if sources - derived.get(instr.dest, set()):
                 derived.setdefault(instr.dest, set()).update(sources)
                 changed = True
+    return derived
+
+
+def _texture_handle(instr: ir.Instruction) -> ir.Operand | None:
+    """The handle operand of a texture/surface instruction on an object (not a named
+    reference), else None."""
+    if instr.space not in ("texture", "surface") or not instr.args:
+        return None
+    if instr.attrs.get("texture") or instr.attrs.get("symbol"):
+        return None
+    return instr.args[0]
+
+
+def pointer_params(kernel: ir.Kernel) -> list[str]:
+    """Parameters whose value reaches a memory address: they get buffers; the others get
+    scalars (or, for texture handles, textures: `texture_params`)."""
+    derived = _param_sources(kernel)
     pointers: set[str] = set()
-    for instr in instructions:
+    for instr in kernel.instructions():
         address = instr.args[0] if instr.args else None
-        if (instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC) and instr.space != "param"
+        if (instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC)
+                and instr.space not in ("param", "texture", "surface")
                 and isinstance(address, ir.Var)):
             pointers |= derived.get(address.name, set())
         opcode = str(instr.attrs.get("opcode", ""))
         if opcode.startswith("cvta") and instr.used_vars:
             pointers |= derived.get(instr.used_vars[0], set())
-    return [p for p in kernel.params if p in pointers]
+    return [p for p in kernel.params if p in pointers - set(texture_params(kernel))]
+
+
+def texture_params(kernel: ir.Kernel) -> dict[str, ptx_texture.Form]:
+    """Parameters that are texture or surface objects, with the first instruction form
+    that uses each (it says the geometry, element type and whether it is a surface)."""
+    derived = _param_sources(kernel)
+    found: dict[str, ptx_texture.Form] = {}
+    for name, form in _texture_uses(kernel):
+        for param in sorted(derived.get(name, set())):
+            found.setdefault(param, form)
+    return {p: found[p] for p in kernel.params if p in found}
+
+
+def texture_refs(kernel: ir.Kernel) -> dict[str, ptx_texture.Form]:
+    """Texture and surface references (`.global .texref t`) the kernel fetches from."""
+    found: dict[str, ptx_texture.Form] = {}
+    for instr in kernel.instructions():
+        if instr.space not in ("texture", "surface"):
+            continue
+        name = instr.attrs.get("texture") or instr.attrs.get("symbol")
+        form = _form_of(instr)
+        if name and form is not None:
+            found.setdefault(str(name), form)
+    return found
+
+
+def _form_of(instr: ir.Instruction) -> ptx_texture.Form | None:
+    try:
+        return ptx_texture.parse_form(str(instr.attrs.get("opcode", "")), _TYPE_NAMES)
+    except ptx_texture.TextureUnsupported:
+        return None
+
+
+def _texture_uses(kernel: ir.Kernel) -> list[tuple[str, ptx_texture.Form]]:
+    """(handle register, form) of every texture/surface instruction on an object."""
+    uses = []
+    for instr in kernel.instructions():
+        handle = _texture_handle(instr)
+        form = _form_of(instr) if handle is not None else None
+        if isinstance(handle, ir.Var) and form is not None:
+            uses.append((handle.name, form))
+    return uses
+
+
+def synthesized_texture(rng: np.random.Generator, form: ptx_texture.Form, fill: str,
+                        scale: int = 1) -> ptx_texture.Texture:
+    """An array for a texture or surface the kernel uses as `form` says: 8192·scale texels
+    (1-D), 128×128·scale (2-D) or 32×32×32·scale (3-D); one channel of the fetched type
+    for textures, `vector` channels of the accessed width for surfaces."""
+    shape = {1: (8192 * scale,), 2: (128 * scale, 128), 3: (32 * scale, 32, 32)}[form.dims]
+    surface = form.root in ("suld", "sust")
+    if surface:
+        type_ = f"u{bits(form.types[0])}"
+        if form.vector > 1:
+            shape = (*shape, form.vector)
+    else:
+        type_ = canonical(form.types[0])
+    dt = dtype(type_)
+    if fill == "zeros":
+        array = np.zeros(shape, dtype=dt)
+    elif kind(type_) == "f":
+        array = rng.uniform(-2.0, 2.0, size=shape).astype(dt)
+    else:
+        array = rng.integers(0, 16, size=shape).astype(dt)
+    return ptx_texture.Texture(array, surface=surface)
 
 
 def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
@@ -1689,6 +1906,8 @@ def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
     small floats) and small random scalars for the others."""
     rng = np.random.default_rng(seed)
     pointers = set(pointer_params(kernel))
+    textures = texture_params(kernel)
+    references = texture_refs(kernel)
     types = {name: type_ for name, type_, _, _ in kernel.attrs.get("params", ())}
     sizes = {name: size for name, _, size, _ in kernel.attrs.get("params", ())}
     launches = []
@@ -1696,7 +1915,9 @@ def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
         args: dict[str | int, object] = {}
         for name in kernel.params:
             type_ = types.get(name, "")
-            if name in pointers:
+            if name in textures:
+                args[name] = synthesized_texture(rng, textures[name], fill)
+            elif name in pointers:
                 args[name] = _fill(rng, fill, buffer_bytes)
             elif type_ in ("f32", "f64", "f16"):
                 args[name] = float(rng.choice([0.5, 1.0, 1.5, 2.0, -1.0, 3.0]))
@@ -1705,7 +1926,8 @@ def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
             else:  # an array parameter (a struct by value): small random bytes
                 args[name] = bytes(rng.integers(0, 8, size=sizes.get(name, 8),
                                                 dtype=np.uint8))
-        launches.append(PtxLaunch(grid=grid, block=block, args=args,
+        bound = {name: synthesized_texture(rng, form, fill) for name, form in references.items()}
+        launches.append(PtxLaunch(grid=grid, block=block, args=args, textures=bound,
                                   dynamic_shared=CHECK_DYNAMIC_SHARED, max_steps=max_steps))
     return launches
 
