@@ -9,7 +9,7 @@ from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
 from gpudiv.analyses.results import KernelResult
 from gpudiv.findings import Finding, file_findings
-from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.interp.ptx import run_ptx_growing
 from gpudiv.load import load, parse_text
 from gpudiv.oracle import CheckReport, check_kernel, ptx_launches, random_launches
 from gpudiv.solve import RuleError
@@ -99,7 +99,7 @@ def check(analysed: FileAnalysis, seed: int = 0,
     for index, result in enumerate(analysed.kernels):
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
             launches = ptx_launches(result.ssa.cfg.kernel, seed + index)
-            reports.append(check_kernel(result, launches, run=run_ptx_kernel))
+            reports.append(check_kernel(result, launches, run=run_ptx_growing))
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
                                    reconvergence=reconvergence)

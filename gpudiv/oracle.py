@@ -196,7 +196,7 @@ def ptx_launches(kernel: ir.Kernel, seed: int) -> list[PtxLaunch]:
 def check_kernel(result: KernelResult, launches: list[LaunchConfig],
                  run: Callable = run_kernel) -> CheckReport:
     """Run the kernel under every launch and check all claims of `result` (`run` is the
-    interpreter: μ-SIMD's `run_kernel`, or `run_ptx_kernel` with `ptx_launches`)."""
+    interpreter: μ-SIMD's `run_kernel`, or `run_ptx_growing` with `ptx_launches`)."""
     kernel = result.ssa.cfg.kernel
     report = CheckReport(result.name)
     failures: list[str] = []

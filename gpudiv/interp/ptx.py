@@ -97,6 +97,7 @@ class PtxExecutionError(ExecutionError):
                  warp: int | None = None) -> None:
         self.block = block
         self.warp = warp
+        self.outside = False  # an access outside every buffer (see _Fault)
         super().__init__(kernel, line, label, lanes, message)
 
     def _render(self) -> str:
@@ -165,12 +166,14 @@ class PtxLaunch:
 
 @dataclass
 class PtxRunResult:
-    """Final contents of every buffer argument, counters and the steps taken."""
+    """Final contents of every buffer argument (and surface), counters, the steps taken,
+    and the final contents of the kernel's `.global` variables (`__device__` arrays)."""
 
     buffers: dict[str, np.ndarray]
     counters: Counters
     blocks: int
     steps: int
+    variables: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def run_ptx_kernel(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | None = None,
@@ -193,6 +196,50 @@ def run_ptx_kernel(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | No
         raise PtxExecutionError(kernel.name, kernel.loc.line, None, [],
                                 f"internal error of the PTX interpreter: "
                                 f"{type(error).__name__}: {error}") from error
+
+
+GROW_FACTOR = 8
+GROW_RETRIES = 2
+
+
+def run_ptx_growing(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | None = None,
+                    trace: list | None = None, retries: int = GROW_RETRIES,
+                    factor: int = GROW_FACTOR) -> PtxRunResult:
+    """`run_ptx_kernel` for synthesised launches: when an access falls outside every
+    buffer or surface (a kernel that indexes by blockIdx past the synthesised sizes), run
+    again with every buffer and bound array `factor` times larger (its contents repeated),
+    at most `retries` times; the last error says how far the buffers grew."""
+    scale = 1
+    while True:
+        try:
+            return run_ptx_kernel(kernel, launch, observer, trace)
+        except PtxExecutionError as error:
+            if not error.outside:
+                raise
+            if scale >= factor ** retries:
+                if scale > 1:
+                    error.message += f" (after growing every buffer {scale}×)"
+                raise
+            scale *= factor
+            launch = grown(launch, factor)
+
+
+def _grow_array(array: np.ndarray, factor: int) -> np.ndarray:
+    """`array` with its first axis `factor` times longer, contents repeated."""
+    return np.concatenate([array] * factor, axis=0)
+
+
+def grown(launch: PtxLaunch, factor: int) -> PtxLaunch:
+    """The launch with every buffer argument and bound array `factor` times larger."""
+    def bigger(value):
+        if isinstance(value, np.ndarray):
+            return _grow_array(value, factor)
+        if isinstance(value, ptx_texture.Texture):
+            return ptx_texture.Texture(_grow_array(value.array, factor), value.surface)
+        return value
+    return PtxLaunch(launch.grid, launch.block, {k: bigger(v) for k, v in launch.args.items()},
+                     launch.dynamic_shared, launch.max_steps,
+                     {k: bigger(v) for k, v in launch.textures.items()})
 
 
 def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
@@ -220,13 +267,16 @@ def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
 
 class _Fault(Exception):
     """A per-lane fault; the machine adds kernel, line, block and warp. `mask` marks the
-    faulting lanes among those of the instruction, `lanes` (if known) names them."""
+    faulting lanes among those of the instruction, `lanes` (if known) names them;
+    `outside` says an access fell outside every global buffer or surface (larger ones
+    might let the kernel run: `run_ptx_growing`)."""
 
-    def __init__(self, message: str, mask=None, lanes=None) -> None:
+    def __init__(self, message: str, mask=None, lanes=None, outside: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.mask = mask
         self.lanes = lanes
+        self.outside = outside
 
 
 def _round_up(value: int, align: int) -> int:
@@ -455,6 +505,19 @@ class _Memory:
             if at + width <= region.buf.size:
                 region.buf[at:at + width] = np.frombuffer(raw[:width], dtype=np.uint8)
 
+    def global_variables(self) -> dict[str, np.ndarray]:
+        """The current contents of every typed `.global` variable, as arrays of its type."""
+        variables = {}
+        for name, (space, type_, _, size, _) in self.kernel.attrs.get("symbols", {}).items():
+            if space != "global" or type_ not in _TYPE_NAMES or type_ == "pred" or not size:
+                continue
+            dt = np.dtype(dtype(type_ if kind(type_) == "f" else unsigned(type_)))
+            start = self.addresses[name][1] - GLOBAL_BASE
+            count = size // dt.itemsize
+            raw = self.glob.buf[start:start + count * dt.itemsize].copy()
+            variables[name] = raw.view(dt)
+        return variables
+
     # -- addresses ---------------------------------------------------------------------
     def symbol(self, name: str) -> tuple[str, int]:
         """(space, state-space address) of a symbol."""
@@ -498,7 +561,7 @@ class _Memory:
                 except _Fault as fault:  # report the mask over all the lanes
                     full = np.zeros(addr.shape, dtype=bool)
                     full[mask] = fault.mask
-                    raise _Fault(fault.message, full, fault.lanes) from None
+                    raise _Fault(fault.message, full, fault.lanes, fault.outside) from None
                 groups.append((self.region(name), index, mask))
         if not covered.all():
             first = int(addr[~covered][0])
@@ -516,7 +579,7 @@ class _Memory:
                      else "" if space == "global" else f" ({space} memory has "
                      f"{region.size} bytes)")
             raise _Fault(f"out-of-bounds {space} {what} of {size} bytes at address "
-                         f"{first:#x}{limit}", bad, lanes[bad])
+                         f"{first:#x}{limit}", bad, lanes[bad], outside=space == "global")
         if size > 1:
             misaligned = (offsets & (size - 1)) != 0
             if misaligned.any():
@@ -1166,10 +1229,13 @@ class _Machine:
         if isinstance(base, ir.Const):
             value = np.int64(base.value + disp)
             return space, lambda sel: value
-        read = _reader(self._store_of(base), f"u{_storage_bits(self._type_of_operand(base))}")
+        width = _storage_bits(self._type_of_operand(base))
+        read = _reader(self._store_of(base), f"u{width}")
         offset = np.int64(disp)
         if disp == 0:
             return space, lambda sel: read(sel).astype(np.int64)
+        if width <= 32:  # a 32-bit address: register + displacement wraps at 32 bits
+            return space, lambda sel: (read(sel).astype(np.int64) + offset) & 0xFFFFFFFF
         return space, lambda sel: read(sel).astype(np.int64) + offset
 
     def _type_of_operand(self, operand: ir.Operand) -> str:
@@ -1264,7 +1330,8 @@ class _Machine:
                     return compute(array, coords)
                 values = compute(array, [c[mask] for c in coords])
             except ptx_texture.TextureFault as fault:
-                raise _Fault(fault.message, _widen(fault.mask, mask)) from None
+                raise _Fault(fault.message, _widen(fault.mask, mask),
+                             outside=fault.outside) from None
             if out is None:
                 out = np.zeros(len(lanes), dtype=values.dtype)
             out[mask] = values
@@ -1307,7 +1374,8 @@ class _Machine:
                 try:
                     ptx_texture.surface_store(array, form, coords, data, size)
                 except ptx_texture.TextureFault as fault:
-                    raise _Fault(fault.message, _widen(fault.mask, mask)) from None
+                    raise _Fault(fault.message, _widen(fault.mask, mask),
+                             outside=fault.outside) from None
         return store
 
     def _load(self, instr: ir.Instruction, opcode: str) -> Callable:
@@ -1506,7 +1574,8 @@ class _Machine:
             buffers[name] = raw.view(array.dtype).reshape(array.shape)
         for name, array in self.memory.surfaces:
             buffers[name] = array.copy()
-        return PtxRunResult(buffers, self.counters, gx * gy * gz, self.steps)
+        return PtxRunResult(buffers, self.counters, gx * gy * gz, self.steps,
+                            self.memory.global_variables())
 
     def _run_block(self, index: tuple[int, int, int]) -> None:
         self._set_block(index)
@@ -1691,7 +1760,9 @@ class _Machine:
         elif mask is not None and np.ndim(mask) and len(mask) == len(lanes):
             lanes = lanes[np.asarray(mask, dtype=bool)]
         opcode = self.ops[pc].instr.attrs.get("opcode", "")
-        return self._error(pc, lanes, warp, f"{fault.message} ({opcode})")
+        error = self._error(pc, lanes, warp, f"{fault.message} ({opcode})")
+        error.outside = fault.outside
+        return error
 
 
 class _Warp:

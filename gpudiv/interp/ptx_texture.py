@@ -9,7 +9,8 @@ documents rather than guesses:
 - unnormalised coordinates, point filtering (`cudaFilterModePoint`), element-type reads;
 - float coordinates address texel `floor(c)`, clamped to the array (wrap and mirror need
   normalised coordinates, so hardware clamps; a NaN coordinate reads texel 0);
-- integer coordinates (`tex1Dfetch` of linear memory) out of range read zero;
+- integer coordinates (`tex1Dfetch` of linear memory) out of range read zero in every
+  channel;
 - channels the array lacks read 0, except alpha (the 4th), which reads 1;
 - `tld4.{r,g,b,a}` (`tex2Dgather`) returns that component of the 2×2 footprint of
   bilinear filtering at (x − ½, y − ½) in the order (x0, y1), (x1, y1), (x1, y0), (x0, y0);
@@ -35,12 +36,14 @@ _CLAMP_MODES = ("trap", "clamp", "zero")
 
 
 class TextureFault(Exception):
-    """A lane's surface access out of range (`.trap`) or misaligned; `mask` marks lanes."""
+    """A lane's surface access out of range (`.trap`, `outside`) or misaligned; `mask`
+    marks the lanes."""
 
-    def __init__(self, message: str, mask: np.ndarray) -> None:
+    def __init__(self, message: str, mask: np.ndarray, outside: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.mask = mask
+        self.outside = outside
 
 
 class TextureUnsupported(Exception):
@@ -175,7 +178,7 @@ def _surface_cells(surface: np.ndarray, form: Form, coords: list[np.ndarray],
     if not inside.all() and form.clamp == "trap":
         first = tuple(int(a[~inside][0]) for a in axes)
         raise TextureFault(f"out-of-range surface access at {first} (a surface of "
-                           f"{raw.shape[-1]} bytes per row)", ~inside)
+                           f"{raw.shape[-1]} bytes per row)", ~inside, outside=True)
     clamped = [np.clip(a, 0, max(limit - 1, 0)) for a, limit in zip(axes, limits, strict=True)]
     return raw, (*clamped[1:][::-1], clamped[0]), inside
 
