@@ -52,7 +52,8 @@ from gpudiv import cfg as cfg_module
 from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
 from gpudiv.interp import ptx_texture
-from gpudiv.interp.musimd import Counters, ExecutionError, Observer, _format_lanes
+from gpudiv.interp.musimd import Observer
+from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError, format_lanes
 from gpudiv.interp.ptx_ops import (
     OpSpec,
     Unsupported,
@@ -109,7 +110,7 @@ class PtxExecutionError(ExecutionError):
         if self.lanes:
             lanes = sorted({t % WARP_SIZE for t in self.lanes})
             noun = "lane" if len(lanes) == 1 else "lanes"
-            where += f", {noun} {_format_lanes(lanes)}"
+            where += f", {noun} {format_lanes(lanes)}"
         return f"{where}: {self.message}"
 
 
@@ -579,7 +580,8 @@ class _Memory:
                      else "" if space == "global" else f" ({space} memory has "
                      f"{region.size} bytes)")
             raise _Fault(f"out-of-bounds {space} {what} of {size} bytes at address "
-                         f"{first:#x}{limit}", bad, lanes[bad], outside=space == "global")
+                         f"{first:#x}{limit}", bad, lanes[bad],
+                         outside=space == "global" and first >= GLOBAL_BASE)
         if size > 1:
             misaligned = (offsets & (size - 1)) != 0
             if misaligned.any():
