@@ -39,6 +39,7 @@ from gpudiv.interp.simt import (  # noqa: F401 - re-exported: the μ-SIMD machin
     deadlock_message,
     fingerprint,
     format_lanes,
+    never_released,
 )
 
 SPECIAL_NAMES = ("tid", "laneid", "warpid", "ntid")
@@ -398,6 +399,11 @@ class _GroupControl:
         """After the current group moved: frontier merges the groups that meet at one pc;
         mimd takes the next thread."""
         if self.mimd:
+            group = self.groups[self.cursor]
+            if len(group[1]) > 1:  # released from a barrier: the threads go on alone
+                lanes = group[1]
+                self.groups[self.cursor:self.cursor + 1] = [
+                    [group[0], _frozen(lanes[k:k + 1].copy()), False] for k in range(len(lanes))]
             self.cursor += 1
             return
         first: dict[int, list] = {}
@@ -676,10 +682,8 @@ class _Machine:
         others = np.unique(np.concatenate([lanes for lanes, _ in waiting])) if waiting \
             else _EMPTY
         target = self.ops[op.target].instr.loc.line
-        message = deadlock_message(
-            self.kernel.name, op.instr.loc.line, format_lanes(active.tolist()), target,
-            format_lanes(others.tolist()) if len(others) else None,
-            lines[0] if lines else None)
+        message = deadlock_message(self.kernel.name, op.instr.loc.line, active.tolist(),
+                                   target, others.tolist() or None, lines[0] if lines else None)
         raise DeadlockError(self.kernel.name, op.instr.loc.line, op.label,
                             active.tolist(), message)
 
@@ -847,7 +851,34 @@ def run_kernel(kernel: ir.Kernel, config: LaunchConfig, observer: Observer | Non
     """Run one block of `config.threads` threads of a kernel; raise ExecutionError on faults."""
     if config.reconvergence == "auto":
         config = replace(config, reconvergence=reconvergence_for(kernel))
-    return _Machine(kernel, config, observer, trace).run()
+    try:
+        return _Machine(kernel, config, observer, trace).run()
+    except DeadlockError as error:
+        if not error.message.startswith("SIMT deadlock"):
+            raise
+        try:  # would the waiting lanes release the spinning ones if they could run?
+            _Machine(kernel, replace(config, reconvergence="mimd"), None, False).run()
+        except DeadlockError:
+            error.message = never_released(error.message)
+        except ExecutionError:
+            pass
+        raise
+
+
+def time_slots(trace: list[TraceStep]) -> int:
+    """Time slots of a traced run as Wu et al. (2011, Fig 3) count them: maximal runs of
+    consecutive steps in which one warp executes one basic block with one set of lanes
+    (a block that jumps back to itself starts a new slot)."""
+    slots = 0
+    previous = None
+    line = 0
+    for step in trace:
+        key = (step.warp, step.label, tuple(step.active))
+        if key != previous or step.line <= line:
+            slots += 1
+            previous = key
+        line = step.line
+    return slots
 
 
 def format_trace(result: RunResult, threads: int) -> str:

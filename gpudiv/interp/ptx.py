@@ -43,7 +43,7 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -53,7 +53,6 @@ from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
 from gpudiv.interp import ptx_texture
 from gpudiv.interp.musimd import Observer
-from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError, format_lanes
 from gpudiv.interp.ptx_ops import (
     OpSpec,
     Unsupported,
@@ -65,6 +64,18 @@ from gpudiv.interp.ptx_ops import (
     kind,
     signed,
     unsigned,
+)
+from gpudiv.interp.simt import (
+    DETECT_AFTER,
+    RECONVERGENCE_MODES,
+    Counters,
+    CycleDetector,
+    DeadlockError,
+    ExecutionError,
+    deadlock_message,
+    fingerprint,
+    format_lanes,
+    never_released,
 )
 
 WARP_SIZE = 32
@@ -133,6 +144,9 @@ class PtxLaunch:
     # Arrays bound to texture and surface references by name (`.global .texref t`);
     # texture and surface objects are arguments: `ptx_texture.Texture(array)`.
     textures: dict[str, np.ndarray | ptx_texture.Texture] = field(default_factory=dict)
+    # The reconvergence policy (gpudiv.interp.simt): ipdom (auto; PTX carries no explicit
+    # reconvergence points, so sync means ipdom too), frontier or mimd.
+    reconvergence: str = "ipdom"
     # The register that "tid" stands for in affine claims (gpudiv.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
@@ -191,12 +205,28 @@ def run_ptx_kernel(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | No
     try:
         with np.errstate(all="ignore"):
             return machine.run()
+    except DeadlockError as error:
+        if error.message.startswith("SIMT deadlock") and machine.policy != "mimd":
+            _confirm_deadlock(kernel, launch, error)
+        raise
     except PtxExecutionError:
         raise
     except Exception as error:  # noqa: BLE001 - a bug of the interpreter, as one line
         raise PtxExecutionError(kernel.name, kernel.loc.line, None, [],
                                 f"internal error of the PTX interpreter: "
                                 f"{type(error).__name__}: {error}") from error
+
+
+def _confirm_deadlock(kernel: ir.Kernel, launch: PtxLaunch, error: DeadlockError) -> None:
+    """A SIMT deadlock is one only if the lanes would finish on their own: when the same
+    launch also loops forever under mimd, say so (nothing releases the spinning lanes)."""
+    try:
+        with np.errstate(all="ignore"):
+            _Machine(kernel, replace(launch, reconvergence="mimd"), None, None).run()
+    except DeadlockError:
+        error.message = never_released(error.message)
+    except (ExecutionError, Unsupported):
+        pass
 
 
 GROW_FACTOR = 8
@@ -240,7 +270,7 @@ def grown(launch: PtxLaunch, factor: int) -> PtxLaunch:
         return value
     return PtxLaunch(launch.grid, launch.block, {k: bigger(v) for k, v in launch.args.items()},
                      launch.dynamic_shared, launch.max_steps,
-                     {k: bigger(v) for k, v in launch.textures.items()})
+                     {k: bigger(v) for k, v in launch.textures.items()}, launch.reconvergence)
 
 
 def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
@@ -253,6 +283,8 @@ def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
         raise ValueError("max_steps must not be negative")
     if launch.dynamic_shared < 0:
         raise ValueError("dynamic_shared must not be negative")
+    if launch.reconvergence not in RECONVERGENCE_MODES:
+        raise ValueError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODES)}")
     names = set(kernel.params)
     for key in launch.args:
         if isinstance(key, str) and key not in names:
@@ -747,6 +779,8 @@ class _Op:
     message: str = ""
     # bar.red: the reduction ("popc", "and" or "or") and each lane's vote (see `_release`)
     reduction: tuple[str, Callable] | None = None
+    # a warp collective (shfl, vote, activemask, redux): under mimd the warp's lanes meet
+    collective: bool = False
 
 
 class _Machine:
@@ -761,6 +795,8 @@ class _Machine:
         self.threads = launch.threads
         self.memory = _Memory(kernel, launch, self.threads)
         self.counters = Counters(warp_width=WARP_SIZE)
+        self.policy = {"auto": "ipdom", "sync": "ipdom"}.get(launch.reconvergence,
+                                                            launch.reconvergence)
         self.steps = 0
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
@@ -895,6 +931,8 @@ class _Machine:
                 if instr.target is not None:
                     op.target = start[instr.target]
                 op.rpc = ipdom.get(block.label, count)
+                root = str(instr.attrs.get("opcode", "")).split(".", 1)[0]
+                op.collective = root in ("shfl", "vote", "activemask", "redux")
                 ops.append(op)
         self._renames = {}
         return ops
@@ -1583,17 +1621,28 @@ class _Machine:
         self._set_block(index)
         tids = np.arange(self.threads, dtype=np.int64)
         warps = []
+        groups = self.policy in ("frontier", "mimd")
         for w in range(0, self.threads, WARP_SIZE):
             lanes = tids[w:w + WARP_SIZE].copy()
-            warps.append(_Warp(w // WARP_SIZE, [[0, -1, lanes, _selector(lanes)]]))
+            if self.policy == "mimd":
+                entries = [[0, -1, lanes[k:k + 1], _selector(lanes[k:k + 1]), False]
+                           for k in range(len(lanes))]
+            else:
+                entries = [[0, -1, lanes, _selector(lanes), False]]
+            warps.append(_Warp(w // WARP_SIZE, entries))
+            self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(entries))
+        run = self._run_groups if groups else self._run_warp
+        cycles = CycleDetector()
         while True:
             for warp in warps:
                 if warp.stack and warp.waiting is None:
-                    self._run_warp(warp)
+                    run(warp)
             live = [w for w in warps if w.stack]
             if not live:
                 return
             if any(w.waiting is None for w in live):
+                if self.steps > DETECT_AFTER and cycles.seen(self._state(warps)):
+                    raise self._deadlock(warps)
                 continue
             if len(live) < len(warps):
                 waiting = live[0]
@@ -1602,6 +1651,77 @@ class _Machine:
                                   f"barrier not reached by all warps (warp(s) {gone} "
                                   f"finished without it)")
             self._release(live)
+
+    def _state(self, warps: list[_Warp]) -> bytes:
+        """A fingerprint of the block's state at a scheduling point (every warp's control
+        entries, registers, memories): the same fingerprint twice means a cycle."""
+        parts = []
+        for warp in warps:
+            parts.append(str(warp.waiting).encode())
+            for entry in warp.stack:
+                parts.append(str((entry[0], entry[1], entry[4])).encode() + entry[2].tobytes())
+        parts += [store.tobytes() for store in self.regs.values()]
+        memory = self.memory
+        parts += [memory.shared.buf.tobytes(), memory.local.buf.tobytes(),
+                  memory.glob.buf.tobytes(), str(self.block_reduction).encode()]
+        parts += [array.tobytes() for _, array in memory.surfaces]
+        return fingerprint(parts)
+
+    def _deadlock(self, warps: list[_Warp]) -> DeadlockError:
+        """The error for a block whose state repeats: a SIMT deadlock when lanes of a
+        looping warp wait on its stack for others, else an infinite loop."""
+        looping = [w for w in warps if w.stack and w.loop is not None] or \
+            [w for w in warps if w.stack]
+        chosen, waiting = looping[0], None
+        for warp in looping:
+            found = self._waiting_lanes(warp)
+            if found is not None:
+                chosen, waiting = warp, found
+                break
+        top = self._running(chosen)
+        branch, target = chosen.loop if chosen.loop is not None else (top[0], top[0])
+        line = self._line(branch)
+        lanes = [int(t) % WARP_SIZE for t in top[2]]
+        others = None if waiting is None else [int(t) % WARP_SIZE for t in waiting[0]]
+        message = deadlock_message(self.kernel.name, line, lanes, self._line(target), others,
+                                   None if waiting is None else self._line(waiting[1]))
+        block = ", ".join(map(str, self.block_index))
+        message += f" (block ({block}), warp {chosen.index})"
+        return DeadlockError(self.kernel.name, line, None, [int(t) for t in top[2]], message)
+
+    def _running(self, warp: _Warp) -> list:
+        """The entry a warp runs next: the top of its stack, its lowest-pc group
+        (frontier) or its next thread (mimd)."""
+        if self.policy == "ipdom":
+            return warp.stack[-1]
+        runnable = [g for g in warp.stack if not g[4]] or warp.stack
+        if self.policy == "frontier":
+            return min(runnable, key=lambda g: g[0])
+        return runnable[0]
+
+    def _waiting_lanes(self, warp: _Warp) -> tuple[np.ndarray, int] | None:
+        """Lanes of a warp that wait for the running ones to reconverge, and the pc where
+        they wait: ipdom, lanes of lower stack entries; frontier, the other groups."""
+        if self.policy == "mimd" or len(warp.stack) < 2:
+            return None
+        if self.policy == "frontier":
+            running = self._running(warp)
+            others = [e for e in warp.stack if e is not running]
+            lanes = np.concatenate([e[2] for e in others])
+            return np.sort(lanes), min(e[0] for e in others)
+        above = warp.stack[-1][2]
+        for entry in reversed(warp.stack[:-1]):
+            rest = np.setdiff1d(entry[2], above, assume_unique=True)
+            if len(rest):
+                return rest, entry[0]
+            above = np.union1d(above, entry[2])
+        return None
+
+    def _line(self, pc: int) -> int:
+        """The PTX line of a pc (the kernel's last line for the end)."""
+        if not self.ops:
+            return self.kernel.loc.line
+        return self.ops[min(pc, self.end - 1)].instr.loc.line
 
     def _release(self, warps: list[_Warp]) -> None:
         """Every warp of the block waits at a barrier: compute a bar.red's value from the
@@ -1639,6 +1759,7 @@ class _Machine:
             pc = entry[0]
             if pc == entry[1]:
                 stack.pop()
+                counters.reconvergences += 1
                 continue
             lanes = entry[2]
             if pc >= end:
@@ -1667,8 +1788,14 @@ class _Machine:
                 entry[0] = pc + 1
             elif code == JUMP:
                 entry[0] = op.target
+                if op.target <= pc and quantum <= 0:
+                    warp.loop = (pc, op.target)
+                    return
             elif code == BRANCH:
                 self._branch(op, entry, stack, warp)
+                if op.target <= pc and quantum <= 0:
+                    warp.loop = (pc, op.target)
+                    return
             elif code == STOP:
                 self._stop(stack, lanes)
             elif code == BARRIER:
@@ -1690,8 +1817,203 @@ class _Machine:
             else:
                 raise self._error(pc, lanes, warp.index, op.message)
             quantum -= 1
-            if quantum == 0:
+            if quantum < -QUANTUM:  # a long run without a backward transfer
                 return
+
+    def _run_groups(self, warp: _Warp) -> None:
+        """Run a warp under the frontier or mimd policy: its entries are groups of lanes,
+        each at its own pc. Frontier runs the group with the lowest pc and merges groups
+        that meet; mimd runs its threads in turn, one instruction each, and gathers them
+        at warp collectives. A group at a barrier parks until the whole warp is there."""
+        groups = warp.stack
+        mimd = self.policy == "mimd"
+        ops = self.ops
+        counters = self.counters
+        observer = self.observer
+        budget = self.launch.max_steps
+        quantum = QUANTUM
+        if mimd:  # after a barrier released the warp as one group
+            for k in reversed(range(len(groups))):
+                if len(groups[k][2]) > 1 and not groups[k][4]:
+                    self._scatter(groups, k)
+        while groups:
+            runnable = [k for k, g in enumerate(groups) if not g[4]]
+            if not runnable:
+                if self._gather(warp):
+                    return
+                continue
+            if mimd:
+                later = [k for k in runnable if k >= warp.cursor]
+                k = later[0] if later else runnable[0]
+                warp.cursor = k + 1
+            else:
+                k = min(runnable, key=lambda j: groups[j][0])
+            entry = groups[k]
+            pc = entry[0]
+            lanes = entry[2]
+            if pc >= self.end:
+                del groups[k]
+                continue
+            op = ops[pc]
+            if mimd and op.collective and len(lanes) < len(self._live(groups)):
+                entry[4] = "collective"
+                continue
+            if self.steps >= budget:
+                raise self._error(pc, lanes, warp.index,
+                                  f"did not finish within {budget} warp steps")
+            self.steps += 1
+            counters.warp_instructions += 1
+            counters.lane_instructions += len(lanes)
+            if self.trace is not None:
+                self.trace.append((self.block_index, warp.index, op.instr.loc.line,
+                                   op.instr.text, lanes.tolist()))
+            if observer is not None:
+                observer.before(warp.index, pc, lanes, self._reading(lanes))
+            code = op.code
+            if code == EXEC:
+                try:
+                    op.fn(entry[3], lanes, warp)
+                except _Fault as fault:
+                    raise self._fault(pc, lanes, warp.index, fault) from None
+                except Unsupported as error:
+                    raise self._error(pc, lanes, warp.index, str(error)) from None
+                entry[0] = pc + 1
+            elif code == JUMP:
+                entry[0] = op.target
+            elif code == BRANCH:
+                jumps = self._jumps(op, entry, warp)
+                taken = int(np.count_nonzero(jumps))
+                if taken in (0, len(lanes)):
+                    entry[0] = op.target if taken else pc + 1
+                else:
+                    counters.divergent_branches += 1
+                    side = lanes[jumps]
+                    entry[0], entry[2] = pc + 1, lanes[~jumps]
+                    entry[3] = _selector(entry[2])
+                    groups.insert(k + 1, [op.target, -1, side, _selector(side), False])
+                    counters.max_stack_depth = max(counters.max_stack_depth, len(groups))
+            elif code == STOP:
+                del groups[k]
+                continue
+            elif code == BARRIER:
+                if op.cond is not None:
+                    held = np.broadcast_to(op.cond(entry[3]), lanes.shape)
+                    if not held.any():
+                        entry[0] = pc + 1
+                        continue
+                    if not held.all():
+                        raise self._error(pc, lanes[~held], warp.index,
+                                          "barrier skipped by some lanes of the warp")
+                entry[4] = "barrier"
+                continue
+            elif code == NOP:
+                entry[0] = pc + 1
+            else:
+                raise self._error(pc, lanes, warp.index, op.message)
+            if len(entry[2]) > 1 and mimd:
+                self._scatter(groups, k)
+            elif not mimd:
+                self._merge(groups)
+            quantum -= 1
+            if quantum <= 0 and code in (JUMP, BRANCH) and op.target <= pc:
+                warp.loop = (pc, op.target)
+                return
+            if quantum < -QUANTUM:
+                return
+
+    @staticmethod
+    def _live(groups: list) -> np.ndarray:
+        return np.concatenate([g[2] for g in groups])
+
+    def _merge(self, groups: list) -> None:
+        """Frontier: groups (not parked) at one pc become one."""
+        first: dict[int, list] = {}
+        keep = []
+        for group in groups:
+            other = None if group[4] else first.get(group[0])
+            if other is None:
+                if not group[4]:
+                    first[group[0]] = group
+                keep.append(group)
+                continue
+            other[2] = np.union1d(other[2], group[2])
+            other[3] = _selector(other[2])
+            self.counters.reconvergences += 1
+        groups[:] = keep
+
+    @staticmethod
+    def _scatter(groups: list, k: int) -> None:
+        """Mimd: the threads a collective gathered go on one by one."""
+        pc, _, lanes, _, _ = groups[k]
+        groups[k:k + 1] = [[pc, -1, lanes[j:j + 1], _selector(lanes[j:j + 1]), False]
+                           for j in range(len(lanes))]
+
+    def _gather(self, warp: _Warp) -> bool:
+        """Every group of the warp is parked: join the threads at a collective (mimd) and
+        go on, or, when all wait at one barrier, make them one group waiting there (True)."""
+        groups = warp.stack
+        gathered = [g for g in groups if g[4] == "collective"]
+        if gathered:
+            pc = min(g[0] for g in gathered)
+            meet = [g for g in gathered if g[0] == pc]
+            lanes = np.sort(np.concatenate([g[2] for g in meet]))
+            rest = [g for g in groups if not any(g is m for m in meet)]
+            groups[:] = [[pc, -1, lanes, _selector(lanes), False], *rest]
+            self.counters.reconvergences += len(meet) > 1
+            # the joined group runs the collective even though other threads are parked
+            warp.cursor = 0
+            self._collective_once(warp)
+            return False
+        pcs = {g[0] for g in groups}
+        lanes = np.sort(self._live(groups))
+        if len(pcs) > 1:
+            raise self._error(min(pcs), lanes, warp.index,
+                              "lanes of the warp wait at different barriers")
+        if len(groups) > 1:
+            self.counters.reconvergences += 1
+        (pc,) = pcs
+        groups[:] = [[pc, -1, lanes, _selector(lanes), False]]
+        warp.waiting = pc
+        return True
+
+    def _collective_once(self, warp: _Warp) -> None:
+        """Run the collective at the head group with all its lanes, then split it."""
+        entry = warp.stack[0]
+        pc, lanes = entry[0], entry[2]
+        op = self.ops[pc]
+        self.steps += 1
+        self.counters.warp_instructions += 1
+        self.counters.lane_instructions += len(lanes)
+        if self.trace is not None:
+            self.trace.append((self.block_index, warp.index, op.instr.loc.line,
+                               op.instr.text, lanes.tolist()))
+        if self.observer is not None:
+            self.observer.before(warp.index, pc, lanes, self._reading(lanes))
+        try:
+            op.fn(entry[3], lanes, warp)
+        except _Fault as fault:
+            raise self._fault(pc, lanes, warp.index, fault) from None
+        except Unsupported as error:
+            raise self._error(pc, lanes, warp.index, str(error)) from None
+        entry[0] = pc + 1
+        self._scatter(warp.stack, 0)
+        for group in warp.stack:  # the others were parked at the same collective or later
+            if group[4] == "collective" and group[0] != pc:
+                group[4] = False
+
+    def _jumps(self, op: _Op, entry: list, warp: _Warp) -> np.ndarray:
+        """Which lanes of an entry a branch sends to its target (the observer sees it)."""
+        lanes = entry[2]
+        value = np.broadcast_to(op.cond(entry[3]), lanes.shape)
+        if op.case is not None:
+            jumps = value == op.case
+        elif op.taken_when:
+            jumps = value
+        else:
+            jumps = ~value
+        if self.observer is not None:
+            self.observer.branch(warp.index, entry[0], lanes, jumps)
+        return jumps
 
     def _branch(self, op: _Op, entry: list, stack: list, warp: _Warp) -> None:
         lanes = entry[2]
@@ -1716,10 +2038,12 @@ class _Machine:
             entry[0] = rpc
             if op.target != rpc:
                 side = lanes[jumps]
-                stack.append([op.target, rpc, side, _selector(side)])
+                stack.append([op.target, rpc, side, _selector(side), False])
             if pc + 1 != rpc:
                 side = lanes[~jumps]
-                stack.append([pc + 1, rpc, side, _selector(side)])
+                stack.append([pc + 1, rpc, side, _selector(side), False])
+            if len(stack) > self.counters.max_stack_depth:
+                self.counters.max_stack_depth = len(stack)
 
     @staticmethod
     def _stop(stack: list, lanes: np.ndarray) -> None:
@@ -1768,14 +2092,17 @@ class _Machine:
 
 
 class _Warp:
-    """A warp's PDOM stack: entries [pc, reconvergence pc, lanes, selector]."""
+    """A warp's control entries [pc, reconvergence pc, lanes, selector, parked]: its PDOM
+    stack (ipdom), or its groups of lanes (frontier; mimd: one per thread)."""
 
-    __slots__ = ("index", "stack", "waiting")
+    __slots__ = ("index", "stack", "waiting", "loop", "cursor")
 
     def __init__(self, index: int, stack: list) -> None:
         self.index = index
         self.stack = stack
         self.waiting: int | None = None
+        self.loop: tuple[int, int] | None = None  # (branch pc, target) of the last yield
+        self.cursor = 0  # mimd: the next thread to run
 
 
 def _widen(inner: np.ndarray, mask: np.ndarray | None) -> np.ndarray:

@@ -148,12 +148,32 @@ class CycleDetector:
         return False
 
 
-def deadlock_message(kernel: str, at_line: int, spinning: str, loop_line: int,
-                     waiting: str | None, wait_line: int | None) -> str:
+def deadlock_message(kernel: str, at_line: int, spinning: list[int], loop_line: int,
+                     waiting: list[int] | None, wait_line: int | None) -> str:
     """The one-line diagnosis of a state that repeats forever."""
     if waiting:
-        return (f"SIMT deadlock in kernel {kernel} at line {at_line}: lanes {spinning} spin "
-                f"in the loop at line {loop_line} waiting for lanes {waiting}, which wait "
-                f"to reconverge at line {wait_line}")
-    return (f"infinite loop in kernel {kernel} at line {at_line}: lanes {spinning} repeat "
-            f"the loop at line {loop_line} and the state of the machine repeats")
+        return (f"SIMT deadlock in kernel {kernel} at line {at_line}: {_lanes(spinning)} "
+                f"{_verb(spinning, 'spin')} in the loop at line {loop_line} waiting for "
+                f"{_lanes(waiting)}, which {_verb(waiting, 'wait')} to reconverge at line "
+                f"{wait_line}")
+    return (f"infinite loop in kernel {kernel} at line {at_line}: {_lanes(spinning)} "
+            f"{_verb(spinning, 'repeat')} the loop at line {loop_line} and the state of the "
+            f"machine repeats")
+
+
+def never_released(message: str) -> str:
+    """A SIMT-deadlock message turned into an infinite loop: the spinning lanes also
+    spin forever when every thread runs on its own (nothing would release them)."""
+    head, _, rest = message.partition(": ")
+    what = rest.split(" waiting for ", 1)[0]
+    where = rest[rest.rfind(" (block"):] if " (block" in rest else ""
+    return (f"{head.replace('SIMT deadlock', 'infinite loop', 1)}: {what} forever, also "
+            f"under --reconvergence mimd (no thread releases them){where}")
+
+
+def _lanes(lanes: list[int]) -> str:
+    return f"{'lane' if len(lanes) == 1 else 'lanes'} {format_lanes(lanes)}"
+
+
+def _verb(lanes: list[int], verb: str) -> str:
+    return f"{verb}s" if len(lanes) == 1 else verb

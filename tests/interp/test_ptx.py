@@ -799,7 +799,7 @@ def test_unsupported_instruction_stops_only_when_executed():
 $SKIP:"""
     run_ptx_kernel(kernel_of(body), PtxLaunch(args={1: 0}))
     error = error_of(body, scalar=1)
-    assert "no array bound to texture 'tex0'" in str(error)
+    assert "no array bound to texture or surface 'tex0'" in str(error)
 
 
 def test_check_lists_a_kernel_it_cannot_execute_with_the_reason():
