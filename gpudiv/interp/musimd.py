@@ -528,6 +528,8 @@ class _Machine:
         self.controls = [self._control_for(_frozen(tids[w * width:(w + 1) * width].copy()))
                          for w in range(warps)]
         self.cycles = CycleDetector()
+        # mimd issues one thread's instruction per step: its budget is width times larger
+        self.budget = config.max_steps * (width if config.reconvergence == "mimd" else 1)
         self.backward = 0  # backward transfers since DETECT_AFTER steps
         self.waiting: list[int | None] = [None] * warps  # pc of the barrier a warp waits at
 
@@ -690,9 +692,9 @@ class _Machine:
     def _account(self, w: int, op: _Op, active: np.ndarray) -> None:
         """Enforce the step budget, count, trace and notify the observer."""
         counters = self.counters
-        if counters.warp_instructions >= self.config.max_steps:
-            raise self._error(op.index, active,
-                              f"did not finish within {self.config.max_steps} warp steps")
+        if counters.warp_instructions >= self.budget:
+            what = "thread steps (mimd)" if self.config.reconvergence == "mimd" else "warp steps"
+            raise self._error(op.index, active, f"did not finish within {self.budget} {what}")
         counters.warp_instructions += 1
         counters.lane_instructions += len(active)
         if self.tracing:

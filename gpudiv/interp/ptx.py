@@ -125,6 +125,14 @@ class PtxExecutionError(ExecutionError):
         return f"{where}: {self.message}"
 
 
+class PtxDeadlockError(PtxExecutionError, DeadlockError):
+    """A launch whose block state repeats (simt.DeadlockError): a SIMT deadlock or an
+    infinite loop; the message names kernel, lines, block and warp itself."""
+
+    def _render(self) -> str:
+        return self.message
+
+
 @dataclass
 class PtxLaunch:
     """A launch: grid and block shapes, one argument per kernel parameter.
@@ -1667,7 +1675,7 @@ class _Machine:
         parts += [array.tobytes() for _, array in memory.surfaces]
         return fingerprint(parts)
 
-    def _deadlock(self, warps: list[_Warp]) -> DeadlockError:
+    def _deadlock(self, warps: list[_Warp]) -> PtxDeadlockError:
         """The error for a block whose state repeats: a SIMT deadlock when lanes of a
         looping warp wait on its stack for others, else an infinite loop."""
         looping = [w for w in warps if w.stack and w.loop is not None] or \
@@ -1687,7 +1695,8 @@ class _Machine:
                                    None if waiting is None else self._line(waiting[1]))
         block = ", ".join(map(str, self.block_index))
         message += f" (block ({block}), warp {chosen.index})"
-        return DeadlockError(self.kernel.name, line, None, [int(t) for t in top[2]], message)
+        return PtxDeadlockError(self.kernel.name, line, None, [int(t) for t in top[2]], message,
+                                self.block_index, chosen.index)
 
     def _running(self, warp: _Warp) -> list:
         """The entry a warp runs next: the top of its stack, its lowest-pc group
@@ -1830,7 +1839,7 @@ class _Machine:
         ops = self.ops
         counters = self.counters
         observer = self.observer
-        budget = self.launch.max_steps
+        budget = self.launch.max_steps * (WARP_SIZE if mimd else 1)  # mimd: thread steps
         quantum = QUANTUM
         if mimd:  # after a barrier released the warp as one group
             for k in reversed(range(len(groups))):
@@ -1859,8 +1868,9 @@ class _Machine:
                 entry[4] = "collective"
                 continue
             if self.steps >= budget:
+                what = "thread steps (mimd)" if mimd else "warp steps"
                 raise self._error(pc, lanes, warp.index,
-                                  f"did not finish within {budget} warp steps")
+                                  f"did not finish within {budget} {what}")
             self.steps += 1
             counters.warp_instructions += 1
             counters.lane_instructions += len(lanes)
