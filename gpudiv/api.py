@@ -103,10 +103,14 @@ def check(analysed: FileAnalysis, seed: int = 0,
             launches = [replace(launch, reconvergence=reconvergence) for launch in
                         ptx_launches(result.ssa.cfg.kernel, seed + index)]
             reports.append(check_kernel(result, launches, run=run_ptx_growing))
+            reports[-1].reconvergence = ("ipdom" if reconvergence in ("auto", "sync")
+                                         else reconvergence)
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
                                    reconvergence=reconvergence)
         reports.append(check_kernel(result, launches))
+        reports[-1].reconvergence = (reconvergence_for(result.ssa.cfg.kernel)
+                                     if reconvergence == "auto" else reconvergence)
     return reports
 
 
