@@ -469,6 +469,15 @@ class _GroupControl:
         self.cursor = 0
         return True
 
+    def parked(self) -> int | None:
+        """When every group left waits at a barrier (the others stopped): make them one
+        group and return the barrier's pc; else None."""
+        if not self.groups or not all(g[2] for g in self.groups):
+            return None
+        pc = self.groups[0][0]
+        self.cursor = 0
+        return pc if self.arrive(pc) else None
+
     def state(self) -> bytes:
         """The control state as bytes (for cycle detection)."""
         return b";".join(str((g[0], g[2])).encode() + g[1].tobytes() for g in self.groups) \
@@ -638,6 +647,20 @@ class _Machine:
         """Run warp w until it stops or waits at a barrier."""
         control = self.controls[w]
         ops = self.ops
+        self._run_lanes(w, control, ops)
+        parked = getattr(control, "parked", None)
+        if parked is not None:  # frontier/mimd: the groups left all wait at a barrier
+            pc = None
+
+            def gather():
+                nonlocal pc
+                pc = parked()
+            self._control(self.end, gather)
+            if pc is not None:
+                self.waiting[w] = pc
+
+    def _run_lanes(self, w: int, control, ops: list[_Op]) -> None:
+        """Run the lanes of warp w until none can go on."""
         while (state := control.current()) is not None:
             pc, active = state
             if pc >= self.end:  # falling off the end acts like `stop`
