@@ -257,4 +257,4 @@ def test_counters_in_run_json(capsys):
           "--reconvergence", "frontier", "--format", "json"])
     counters = json.loads(capsys.readouterr().out)["counters"]
     assert counters["reconvergences"] == 4 and counters["max_stack_depth"] == 4
-    assert counters["warp_instructions"] == 14
+    assert counters["warp_instructions"] == 15
