@@ -1043,6 +1043,8 @@ class _Machine:
             return self._collective(instr, opcode, root)
         if root in ("cvta", "isspacep"):
             return self._address_op(instr, opcode, root)
+        if root in ("txq", "suq"):
+            return self._query(instr, opcode)
         if root == "bar":
             raise Unsupported(f"unsupported instruction '{opcode}'")
         store = self.regs[dest]
@@ -1326,6 +1328,36 @@ class _Machine:
                              mask)
             groups.append((self.memory.bound[index], None if mask.all() else mask))
         return groups
+
+    def _query(self, instr: ir.Instruction, opcode: str) -> Callable:
+        """txq/suq: a property of the bound array (`ptx_texture.query`)."""
+        parts = opcode.split(".")
+        what = parts[1] if len(parts) > 1 else ""
+        handle = instr.args[0] if instr.args else None
+        if isinstance(handle, ir.Special):  # a named reference
+            array = self.memory.named.get(handle.name)
+            if array is None:
+                raise Unsupported(f"no array bound to texture or surface '{handle.name}'")
+            named, handles = array, None
+        elif handle is not None:
+            named, handles = None, self._get(handle, "u64")
+        else:
+            raise Unsupported(f"'{opcode}' without a texture")
+        write = _writer(self.regs[instr.dest], "u32")
+
+        def query(sel, lanes, warp):
+            out = np.zeros(len(lanes), dtype=np.uint32)
+            for array, mask in self._bound(named, handles, sel, len(lanes)):
+                try:
+                    value = ptx_texture.query(array, what)
+                except ptx_texture.TextureUnsupported as error:
+                    raise Unsupported(f"{error} ({opcode})") from None
+                if mask is None:
+                    out[:] = value
+                else:
+                    out[mask] = value
+            write(sel, out)
+        return query
 
     def _texture(self, instr: ir.Instruction, opcode: str) -> Callable:
         """tex, tld4 and suld: element `element` of a fetch, per bound array."""

@@ -210,3 +210,23 @@ def surface_store(surface: np.ndarray, form: Form, coords: list[np.ndarray],
                 np.uint8)
             where = tuple(i[keep] for i in index[:-1]) + (start[keep] + b,)
             raw[where] = byte[keep]
+
+
+_DEFAULTS = {"normalized_coords": 0, "filter_mode": 0, "addr_mode_0": 1, "addr_mode_1": 1,
+             "addr_mode_2": 1, "num_mipmap_levels": 1, "num_samples": 1, "array_size": 1}
+
+
+def query(array: np.ndarray, what: str) -> int:
+    """`txq`/`suq`: width, height and depth (in elements; a 2-D array is [y][x], a 3-D one
+    [z][y][x]; a 1-D array with a channel axis cannot be told from a 2-D one, so give 1-D
+    textures one channel), and the fixed modes: unnormalised (0), point filter (0), clamp
+    (1), one mipmap level, one sample, array size 1."""
+    if what in _DEFAULTS:
+        return _DEFAULTS[what]
+    axes = {"width": 1, "height": 2, "depth": 3}
+    if what not in axes:
+        raise TextureUnsupported(f"unsupported texture query '{what}'")
+    dims = min(array.ndim, 3)
+    axis = axes[what]
+    return int(array.shape[dims - axis]) if axis <= dims else 0
+

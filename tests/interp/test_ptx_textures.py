@@ -250,3 +250,18 @@ def test_default_analysis_is_sound_on_texture_kernels(variant):
     reports = api.check(api.analyze(CUDA / f"textures.{variant}.ptx"))
     assert all(r.status == "checked" for r in reports)
     assert [str(v) for r in reports for v in r.violations] == []
+
+
+def test_txq_and_suq_report_the_bound_array():
+    body = """	txq.width.b32 %r3, [%rd5];
+	txq.height.b32 %r4, [%rd5];
+	suq.depth.b32 %r5, [%rd5];
+	txq.filter_mode.b32 %r6, [tref];
+	st.global.u32 [%rd1], %r3;
+	st.global.u32 [%rd1+4], %r4;
+	st.global.u32 [%rd1+8], %r5;
+	st.global.u32 [%rd1+12], %r6;"""
+    result = run_ptx_kernel(kernel_of(body), PtxLaunch(
+        (1, 1, 1), (1, 1, 1), {0: np.full(4, 7, np.uint32), 1: Texture(np.zeros((3, 5), F32))},
+        textures={"tref": np.zeros(4, F32)}))
+    assert list(result.buffers["k_out"]) == [5, 3, 0, 0]
