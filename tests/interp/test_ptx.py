@@ -597,15 +597,7 @@ NOT_EXECUTABLE: dict[tuple[str, str], str] = {
 }
 
 
-# The affine analyses call texels fetched at thread-dependent coordinates uniform; the
-# oracle sees it since texture fetches run (issue 10). Remove the mark once it is fixed.
-TEXTURE_HOLE = pytest.mark.xfail(strict=True, reason="texture-object operands: fixed on "
-                                 "branch tex")
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=TEXTURE_HOLE)
-                                  if p.name.startswith("textures.") else p
-                                  for p in SAMPLE_FILES], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
 def test_oracle_on_samples(path):
     analysed = api.analyze(path)
     reports = api.check(analysed)

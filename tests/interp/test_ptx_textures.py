@@ -244,7 +244,6 @@ def test_check_executes_every_texture_kernel(variant):
         assert report.violations == [], [str(v) for v in report.violations]
 
 
-@pytest.mark.xfail(strict=True, reason="texture-object operands: fixed on branch tex")
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_default_analysis_is_sound_on_texture_kernels(variant):
     reports = api.check(api.analyze(CUDA / f"textures.{variant}.ptx"))
