@@ -229,6 +229,7 @@ class _Builder:
         params: list[PParam] = []
         name = None
         body = None
+        perf: dict[str, tuple[int, ...]] = {}
         for child in children[2:]:
             if isinstance(child, Token):
                 if child.type == "IDENT" and name is None:
@@ -237,10 +238,13 @@ class _Builder:
                 rets = child[1]
             elif isinstance(child, tuple) and child[0] == "params":
                 params = child[1]
+            elif isinstance(child, tuple) and child[0] == "perf":
+                perf[child[1]] = child[2]
             elif isinstance(child, PScope):
                 body = child
         line, column = self._pos(kind)
-        return PFunction(kind.value[1:], name.value, linkage, rets, params, body, line, column)
+        return PFunction(kind.value[1:], name.value, linkage, rets, params, body, line, column,
+                         perf)
 
     def ret_params(self, children):
         return ("rets", [c for c in children if c is not None])
@@ -254,7 +258,7 @@ class _Builder:
         return PParam(children[0].value, name[1], type_, size, align)
 
     def perf(self, children):
-        return None
+        return ("perf", children[0].value[1:], tuple(_number(c.value) for c in children[1:]))
 
     def body(self, children):
         return PScope([c for c in children if c is not None and not isinstance(c, Token)])
@@ -1611,6 +1615,9 @@ class _Reader:
             "params": tuple((p.name, p.type, p.size, p.align) for p in fn.params),
             "symbols": symbols,
         }
+        for directive in ("reqntid", "maxntid"):
+            if fn.perf.get(directive):
+                kernel.attrs[directive] = fn.perf[directive]
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:

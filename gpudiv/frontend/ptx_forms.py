@@ -145,6 +145,8 @@ class PFunction:
     body: PScope | None
     line: int
     column: int
+    # Performance directives of the header by name: `.reqntid 32, 8` → {"reqntid": (32, 8)}.
+    perf: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 # Operands are small tuples, tag first:

@@ -1,0 +1,131 @@
+"""What a known block shape tells the analyses about PTX special registers.
+
+The block shape of a kernel comes from the program (`.reqntid X, Y, Z`: a launch with
+any other shape fails) or from the user (`--block X[xY[xZ]]`, `block=` in the API). A
+warp holds 32 consecutive threads of the block in linear order `x + X·(y + Y·z)`, so:
+
+- `%ntid.x/y/z` are the constants X, Y, Z;
+- `%tid.y` is 0 when Y = 1, and the same in every lane of a warp when X % 32 = 0;
+- `%tid.z` is 0 when Z = 1, and the same in every lane of a warp when X·Y % 32 = 0;
+- `%laneid` is `%tid.x % 32`, i.e. `%tid.x` minus a value common to the warp (affine
+  `1·tid + ⊥`), when X % 32 = 0 or the block is one-dimensional (Y = Z = 1).
+
+`.maxntid` only bounds the product X·Y·Z (CUDA launches a `__launch_bounds__(256)`
+kernel with 16×16 blocks), so it never fixes X and is not used. Without a shape nothing
+changes: `%tid.y`, `%tid.z` and `%laneid` are divergent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpudiv import ir
+
+WARP_SIZE = 32
+MAX_BLOCK_THREADS = 1024
+
+
+@dataclass(frozen=True)
+class BlockShape:
+    """Threads per block in x, y and z."""
+
+    x: int
+    y: int = 1
+    z: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.x}x{self.y}x{self.z}"
+
+    @property
+    def dims(self) -> tuple[int, int, int]:
+        """(x, y, z)."""
+        return (self.x, self.y, self.z)
+
+    @property
+    def lane_is_tid_x(self) -> bool:
+        """Whether `%laneid` = `%tid.x % 32` in every lane."""
+        return self.x % WARP_SIZE == 0 or (self.y == 1 and self.z == 1)
+
+
+def parse_block(text: str) -> BlockShape:
+    """`256`, `32x8` or `8x8x4` (commas also separate); ValueError with a one-line message."""
+    parts = [p for p in re.split(r"[x,]", text.strip()) if p]
+    if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"bad --block '{text}' (expected X, XxY or XxYxZ)")
+    return block_shape(tuple(int(p) for p in parts), f"--block '{text}'")
+
+
+def block_shape(dims: tuple[int, ...], what: str = "block shape") -> BlockShape:
+    """A shape from 1 to 3 sizes (missing ones are 1); ValueError when it cannot launch."""
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise ValueError(f"bad {what}: expected 1 to 3 positive sizes")
+    shape = BlockShape(*dims)
+    if shape.x * shape.y * shape.z > MAX_BLOCK_THREADS:
+        raise ValueError(f"bad {what}: {shape} is more than {MAX_BLOCK_THREADS} threads")
+    return shape
+
+
+def as_shape(block: BlockShape | str | tuple[int, ...] | None) -> BlockShape | None:
+    """A shape from what the API accepts: a BlockShape, `"32x8"` or `(32, 8)`."""
+    if block is None or isinstance(block, BlockShape):
+        return block
+    if isinstance(block, str):
+        return parse_block(block)
+    return block_shape(tuple(block))
+
+
+def declared_shape(kernel: ir.Kernel) -> BlockShape | None:
+    """The shape the kernel's `.reqntid` requires, if it has one that can launch."""
+    dims = kernel.attrs.get("reqntid")
+    if not dims:
+        return None
+    try:
+        return block_shape(tuple(dims), ".reqntid")
+    except ValueError:
+        return None
+
+
+def kernel_shape(kernel: ir.Kernel,
+                 requested: BlockShape | None) -> tuple[BlockShape | None, str | None]:
+    """The shape a kernel runs with, and a warning when the request contradicts its
+    `.reqntid` (which wins: a launch with another shape fails). μ-SIMD kernels have no
+    PTX special registers, so no shape applies to them."""
+    if "reg_types" not in kernel.attrs:  # only the PTX front end records register types
+        return None, None
+    declared = declared_shape(kernel)
+    if declared is None:
+        return requested, None
+    if requested is not None and requested != declared:
+        return declared, (f"--block {requested} ignored: .reqntid requires {declared}")
+    return declared, None
+
+
+@dataclass(frozen=True)
+class SpecialValue:
+    """What a shape says about one special register: a constant, warp-uniform, or the
+    lane index (`%tid.x % 32`)."""
+
+    kind: str  # "constant", "uniform" or "lane"
+    value: int | None = None
+
+
+def special_values(shape: BlockShape | None,
+                   specials: dict[str, str]) -> dict[str, SpecialValue]:
+    """For the special registers a kernel reads, what the shape makes known about them."""
+    if shape is None:
+        return {}
+    known: dict[str, SpecialValue] = {}
+    for axis, size in zip("xyz", shape.dims, strict=True):
+        known[f"%ntid.{axis}"] = SpecialValue("constant", size)
+    if shape.y == 1:
+        known["%tid.y"] = SpecialValue("constant", 0)
+    elif shape.x % WARP_SIZE == 0:
+        known["%tid.y"] = SpecialValue("uniform")
+    if shape.z == 1:
+        known["%tid.z"] = SpecialValue("constant", 0)
+    elif shape.x * shape.y % WARP_SIZE == 0:
+        known["%tid.z"] = SpecialValue("uniform")
+    if shape.lane_is_tid_x:
+        known["%laneid"] = SpecialValue("lane")
+    return {name: value for name, value in known.items() if name in specials}
