@@ -50,7 +50,7 @@ class BlockShape:
 
 def parse_block(text: str) -> BlockShape:
     """`256`, `32x8` or `8x8x4` (commas also separate); ValueError with a one-line message."""
-    parts = [p for p in re.split(r"[x,]", text.strip()) if p]
+    parts = re.split(r"[x,]", text.strip())
     if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
         raise ValueError(f"bad --block '{text}' (expected X, XxY or XxYxZ)")
     return block_shape(tuple(int(p) for p in parts), f"--block '{text}'")
