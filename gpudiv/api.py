@@ -14,6 +14,7 @@ from gpudiv.launch_shape import BlockShape, as_shape
 from gpudiv.load import load, parse_text
 from gpudiv.oracle import CheckReport, check_kernel, ptx_launches, random_launches
 from gpudiv.solve import RuleError
+from gpudiv.stack_slots import original
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
@@ -106,7 +107,8 @@ def check(analysed: FileAnalysis, seed: int = 0,
     reports = []
     for index, result in enumerate(analysed.kernels):
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
-            launches = ptx_launches(result.ssa.cfg.kernel, seed + index, result.block)
+            launches = ptx_launches(original(result.ssa.cfg.kernel), seed + index,
+                                    result.block)
             reports.append(check_kernel(result, launches, run=run_ptx_kernel))
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,

@@ -21,6 +21,7 @@ from gpudiv.analyses.results import KernelResult
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
 from gpudiv.interp.ptx import CHECK_SHAPES, PtxLaunch, synthesize_launches
 from gpudiv.launch_shape import BlockShape, special_values
+from gpudiv.stack_slots import original
 
 # Launch shapes of `gpudiv check`: (threads, warp width).
 DEFAULT_SHAPES = ((1, 4), (5, 4), (32, 4), (64, 4), (100, 4),
@@ -160,9 +161,14 @@ def _checks_per_instruction(result: KernelResult) -> dict[int, list[_Check]]:
     affine = {v.name: (v, c) for v in result.variables if (c := _affine_claim(v)) is not None}
     specials = result.ssa.cfg.kernel.specials
     shaped = _shape_claims(result)
+    # Promoted stack slots live in memory, not in registers the interpreter can show; the
+    # registers loaded from them are checked at their own uses.
+    slots = set(result.ssa.cfg.kernel.attrs.get("stack_slots", ()))
     checks: dict[int, list[_Check]] = {}
     for n, names in enumerate(result.ssa.uses):
         for name in dict.fromkeys(n_ for n_ in names if n_ is not None):
+            if name in result.ssa.variables and result.ssa.variables[name].source in slots:
+                continue
             var = claims.get(name)
             if name in affine:
                 var, coefficients = affine[name]
@@ -221,7 +227,7 @@ def check_kernel(result: KernelResult, launches: list[LaunchConfig],
                  run: Callable = run_kernel) -> CheckReport:
     """Run the kernel under every launch and check all claims of `result` (`run` is the
     interpreter: μ-SIMD's `run_kernel`, or `run_ptx_kernel` with `ptx_launches`)."""
-    kernel = result.ssa.cfg.kernel
+    kernel = original(result.ssa.cfg.kernel)  # promoted stack slots are for analysis only
     report = CheckReport(result.name)
     failures: list[str] = []
     for config in launches:

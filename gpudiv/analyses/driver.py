@@ -37,6 +37,7 @@ from gpudiv.solve import (
     solve_together,
 )
 from gpudiv.ssa import SSAForm, build_ssa
+from gpudiv.stack_slots import promote
 
 # Characters of facts grounded in one clingo run: large enough that the fixed cost of a run
 # is spread over many kernels, small enough that a huge file never becomes one huge ground
@@ -48,10 +49,15 @@ BuildResult = Callable[[str, ir.Kernel, SSAForm, SolveResult, dict[str, float]],
 
 
 def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
-    """CFG and SSA of a kernel, and the milliseconds it took."""
+    """CFG and SSA of a kernel, and the milliseconds it took. Stack-frame slots that can
+    be promoted become variables (`gpudiv.stack_slots`): the SSA is then that of the
+    promoted copy, whose `attrs["unpromoted"]` is the kernel as written."""
     start = time.perf_counter()
     with paused_gc():
         ssa = build_ssa(build_cfg(kernel))
+        promoted = promote(ssa)
+        if promoted is not None:
+            ssa = build_ssa(build_cfg(promoted))
     return ssa, (time.perf_counter() - start) * 1000
 
 
