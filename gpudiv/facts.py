@@ -12,7 +12,7 @@ from collections.abc import Collection
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.invariants import invariant_values
-from gpudiv.launch_shape import BlockShape, special_values
+from gpudiv.launch_shape import BlockShape, derived_values, special_values
 from gpudiv.operators import normalise
 from gpudiv.ssa import SSAForm
 
@@ -25,7 +25,7 @@ RELATIONS: dict[str, int] = {
     "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1,
     "load": 3, "store": 3, "atomic": 2,
     "assign_op": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3, "back_edge": 2,
-    "thread_id": 1, "lane_index": 1,
+    "thread_id": 1, "lane_index": 1, "warp_index": 1,
 }
 
 # Special registers that are the thread index itself (affine: 1·tid + 0).
@@ -84,6 +84,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     add = out.append
     q = _namer(namespace)
     shaped = special_values(shape, kernel.specials)
+    derived = derived_values(ssa, shape)
     for node in cfg.graph.nodes:
         add(f"block({q(node)})")
     for u, v in cfg.graph.edges:
@@ -131,6 +132,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 add(f"const({name},{known.value})")
         elif known is not None:
             add(f"lane_index({name})")
+        if var.name in derived:
+            kind = derived[var.name].kind
+            add(f"warp_index({name})" if kind == "uniform" else f"lane_index({name})")
         why = _source_kind(var.kind, instr.space if instr else None, special_class)
         if why is not None:
             add(f"source({name},{quote(why)})")

@@ -8,7 +8,9 @@ warp holds 32 consecutive threads of the block in linear order `x + X·(y + Y·z
 - `%tid.y` is 0 when Y = 1, and the same in every lane of a warp when X % 32 = 0;
 - `%tid.z` is 0 when Z = 1, and the same in every lane of a warp when X·Y % 32 = 0;
 - `%laneid` is `%tid.x % 32`, i.e. `%tid.x` minus a value common to the warp (affine
-  `1·tid + ⊥`), when X % 32 = 0 or the block is one-dimensional (Y = Z = 1).
+  `1·tid + ⊥`), when X % 32 = 0 or the block is one-dimensional (Y = Z = 1); then also
+  `%tid.x >> k` (k ≥ 5, the warp index) is warp-uniform and `%tid.x & (2^k − 1)` is
+  `1·tid + ⊥` (`derived_values`).
 
 `.maxntid` only bounds the product X·Y·Z (CUDA launches a `__launch_bounds__(256)`
 kernel with 16×16 blocks), so it never fixes X and is not used. Without a shape nothing
@@ -21,6 +23,8 @@ import re
 from dataclasses import dataclass
 
 from gpudiv import ir
+from gpudiv.operators import normalise
+from gpudiv.ssa import SSAForm
 
 WARP_SIZE = 32
 MAX_BLOCK_THREADS = 1024
@@ -129,3 +133,54 @@ def special_values(shape: BlockShape | None,
     if shape.lane_is_tid_x:
         known["%laneid"] = SpecialValue("lane")
     return {name: value for name, value in known.items() if name in specials}
+
+
+# Integer types of the shifts and divisions `derived_values` reads (a value of %tid.x,
+# below 1024, is the same whatever the width or signedness).
+_INTEGER_TYPES = frozenset({"u32", "s32", "b32", "u64", "s64", "b64"})
+
+
+def derived_values(ssa: SSAForm, shape: BlockShape | None) -> dict[str, SpecialValue]:
+    """SSA variables computed from `%tid.x` that a shape whose warps are runs of 32
+    consecutive `%tid.x` values (`lane_is_tid_x`) makes known: `%tid.x >> k` and
+    `%tid.x / 2^k` with k ≥ 5 are the same in every lane of a warp ("uniform", the warp
+    index), `%tid.x & (2^k − 1)` and `%tid.x % 2^k` are `%tid.x` minus a value common to
+    the warp ("lane"). `%tid.x` is followed through copies (`mov`, widening `cvt`)."""
+    if shape is None or not shape.lane_is_tid_x:
+        return {}
+    instrs = ssa.cfg.kernel.instructions()
+    known: dict[str, SpecialValue] = {}
+    for var in ssa.variables.values():
+        if var.kind != ir.ASSIGN or var.instruction is None:
+            continue
+        instr = instrs[var.instruction]
+        opcode = str(instr.attrs.get("opcode", ""))
+        root, *modifiers = opcode.split(".")
+        uses = ssa.uses[var.instruction]
+        if (len(instr.args) != 2 or not isinstance(instr.args[1], ir.Const)
+                or not _INTEGER_TYPES & set(modifiers) or "guard" in instr.attrs
+                or not _is_tid_x(ssa, instrs, uses[0])):
+            continue
+        value = instr.args[1].value
+        power = value.bit_length() - 1 if value > 0 and value & (value - 1) == 0 else None
+        if root == "shr" and 5 <= value <= 31 or root == "div" and power and power >= 5:
+            known[var.name] = SpecialValue("uniform")
+        elif (root == "and" and value + 1 >= 32 and (value + 1) & value == 0
+              or root == "rem" and power and power >= 5):
+            known[var.name] = SpecialValue("lane")
+    return known
+
+
+def _is_tid_x(ssa: SSAForm, instrs: list[ir.Instruction], name: str | None) -> bool:
+    """Whether an SSA variable holds `%tid.x` itself (through copies)."""
+    for _ in range(64):
+        if name == "%tid.x":
+            return True
+        var = ssa.variables.get(name) if name is not None else None
+        if var is None or var.kind != ir.ASSIGN or var.instruction is None:
+            return False
+        instr = instrs[var.instruction]
+        if len(instr.args) != 1 or "guard" in instr.attrs or normalise(instr) != "copy":
+            return False
+        name = ssa.uses[var.instruction][0]
+    return False

@@ -250,3 +250,82 @@ def test_cli_block_option(capsys, tmp_path):
         assert main([command, "--block", "32x", str(path)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "bad --block '32x'" in err
+
+
+# ---- the warp index and the lane from %tid.x ----------------------------------------------
+
+WARP_PTX = """
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry warps(.param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    shr.u32 %r2, %r1, 5;
+    and.b32 %r3, %r1, 31;
+    div.u32 %r4, %r1, 64;
+    rem.u32 %r5, %r1, 64;
+    shr.u32 %r6, %r1, 4;
+    and.b32 %r7, %r1, 15;
+    setp.eq.s32 %p1, %r2, 0;
+    @%p1 bra DONE;
+    add.s32 %r8, %r4, %r5;
+    add.s32 %r8, %r8, %r6;
+    add.s32 %r8, %r8, %r7;
+    add.s32 %r8, %r8, %r3;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r8;
+DONE:
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("block", ["256", "32x8", "64x2x2"])
+def test_warp_index_is_uniform_and_lane_is_affine_with_warp_aligned_blocks(block):
+    analysed = analyze_text(WARP_PTX, "w.ptx", "affine2", "ptx", block=block)
+    result = analysed.kernel("warps")
+    found = classes(result)
+    assert found["%r2#1"] == "uniform" and found["%r4#1"] == "uniform"  # tid.x / 32, / 64
+    assert found["%r3#1"] == "affine" and found["%r5#1"] == "affine"  # tid.x % 32, % 64
+    assert found["%r6#1"] == "divergent" and found["%r7#1"] == "divergent"  # / 16, % 16
+    assert branch_classes(result) == [False]
+    assert classes(analyze_text(WARP_PTX, "w.ptx", "simple", "ptx", block=block
+                                ).kernel("warps"))["%r2#1"] == "uniform"
+    (report,) = check(analysed)
+    assert report.runs == 5 and report.violations == []
+
+
+@pytest.mark.parametrize("block", [None, "48x2", "16x16"])
+def test_warp_index_stays_divergent_without_a_warp_aligned_block(block):
+    result = analyze_text(WARP_PTX, "w.ptx", "affine2", "ptx", block=block).kernel("warps")
+    found = classes(result)
+    assert found["%r2#1"] == "divergent" and found["%r3#1"] == "divergent"
+    assert branch_classes(result) == [True]
+    (report,) = check(analyze_text(WARP_PTX, "w.ptx", "affine2", "ptx", block=block))
+    assert report.violations == []
+
+
+def test_affine_reference_agrees_with_the_rules_under_a_shape():
+    from gpudiv.analyses.affine_reference import solve_reference
+    for text, name in ((WARP_PTX, "warps"), (ptx(), "shaped")):
+        for block in ("256", "32x8", "16x16"):
+            result = analyze_text(text, "k.ptx", "affine2", "ptx", block=block).kernel(name)
+            reference = solve_reference(result.ssa, 2, shape=result.block)
+            for var in result.variables:
+                assert reference[var.name] == tuple(reversed(var.affine)), var.name
+
+
+def test_block_sum_sample_warp_test_is_uniform_with_a_block_shape():
+    path = CUDA / "warp_primitives.O3.ptx"
+    plain = analyze(path).kernel("block_sum_two_level")
+    shaped = analyze(path, block="256").kernel("block_sum_two_level")
+    lines = {b.line: b.divergent for b in shaped.branches}
+    assert sum(b.divergent for b in shaped.branches) < sum(b.divergent for b in plain.branches)
+    assert False in lines.values()

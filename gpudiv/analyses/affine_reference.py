@@ -22,7 +22,7 @@ from gpudiv import ir
 from gpudiv.cfg import EXIT, ControlFlowGraph
 from gpudiv.facts import THREAD_ID_NAMES, back_edges, fits
 from gpudiv.invariants import invariant_values
-from gpudiv.launch_shape import BlockShape, special_values
+from gpudiv.launch_shape import BlockShape, derived_values, special_values
 from gpudiv.operators import normalise
 from gpudiv.ssa import SSAForm, SSAVar
 
@@ -219,6 +219,7 @@ class AffineReference:
         self.instrs = ssa.cfg.kernel.instructions()
         self.specials = ssa.cfg.kernel.specials
         self.shaped = special_values(shape, self.specials)
+        self.derived = derived_values(ssa, shape)
         self.back = set(back_edges(self.cfg))
         self.branch_cond = {br.block: br.condition for br in ssa.branches}
         self.joins = join_points(self.cfg, [br.block for br in ssa.branches])
@@ -262,6 +263,10 @@ class AffineReference:
             return dom.uniform() if self.specials.get(var.name) == "uniform" else dom.bottom()
         if kind in ("undef", "atomic", ir.OPAQUE):
             return dom.bottom()
+        derived = self.derived.get(var.name)
+        if derived is not None:  # the warp index, or %tid.x & (2^k − 1)
+            return dom.uniform() if derived.kind == "uniform" else dom.add(dom.tid(),
+                                                                           dom.uniform())
         if kind == "phi":
             value = dom.top()
             for u in var.operands:
