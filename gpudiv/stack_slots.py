@@ -17,9 +17,12 @@ When it is sound. Addresses of an object are tracked from its symbol through `mo
 `cvta`, and `add`/`sub` of a literal (a constant offset) or of another value (an unknown
 offset), over SSA (φ: the join of the incoming offsets). An object is promoted only if
 - none of its addresses escapes: an address is used only as the address of a load or
-  store, or to compute another address (a `.param` copy of an inlined call counts as a
-  copy); storing an address, passing it to an opaque call, comparing it, an atomic on it,
-  mixing two objects or an object and another pointer in one register: not promoted;
+  store, to compute another address (a `.param` copy of an inlined call counts as a
+  copy), or in a `setp` (C++ `-G` code tests `this` against null); storing an address
+  (except into a promoted slot: see `promote_ssa`), passing it to an opaque call, any
+  other arithmetic on it, an atomic on it, mixing two objects or an object and another
+  pointer in one register: not promoted; a `.local` store through an address that is not
+  followed refuses every object;
 - no store to it has an unknown offset (it could write any slot); loads at an unknown
   offset stay sources of divergence and change nothing else.
 A slot is a (offset, size) range; ranges of the same object that overlap without being
@@ -35,7 +38,9 @@ import re
 from dataclasses import dataclass, field, replace
 
 from gpudiv import ir
-from gpudiv.ssa import SSAForm
+from gpudiv.cfg import build_cfg
+from gpudiv.frontend.ptx import infer_generic_spaces
+from gpudiv.ssa import SSAForm, build_ssa
 
 # Opcode roots whose result is the address they read (or that address plus an offset).
 _ADDRESS_COPY_ROOTS = frozenset({"mov", "cvta"})
@@ -50,9 +55,23 @@ class _Addr:
     offset: int | None
 
 
-# Lattice values of an SSA variable: not computed yet (absent), an address, not an address
-# (None), or several objects / an object and other values mixed (_MIXED).
-_MIXED = "mixed"
+@dataclass(frozen=True)
+class _Mixed:
+    """An address into one of `bases` at an unknown offset, or some other value."""
+
+    bases: frozenset[str]
+
+
+# Lattice values of an SSA variable: not computed yet (absent), an address (_Addr), not an
+# address (None), or several objects / an object and other values mixed (_Mixed).
+_ADDRESS = (_Addr, _Mixed)
+
+
+def _bases(value) -> frozenset[str]:
+    """The objects an address value may point into."""
+    if isinstance(value, _Addr):
+        return frozenset({value.base})
+    return value.bases if isinstance(value, _Mixed) else frozenset()
 
 
 @dataclass
@@ -60,10 +79,18 @@ class SlotPlan:
     """Which objects and slots are promoted, and the accesses that use them."""
 
     objects: set[str] = field(default_factory=set)
-    # instruction number → (slot name, size in bytes) for each promoted load and store
-    accesses: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # instruction number → (object, offset, size in bytes) of each promoted load and store
+    accesses: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     # objects not promoted, and why (for explanations and tests)
     refused: dict[str, str] = field(default_factory=dict)
+
+
+Range = tuple[str, int, int]  # (object, offset, size)
+
+# Rounds of promotion: a slot may hold the address of another slot (nvcc -G stores `this`
+# pointers and reference arguments in the frame); once the first is promoted, the address
+# is followed through it and the second can be promoted in the next round.
+MAX_ROUNDS = 4
 
 
 def local_objects(kernel: ir.Kernel) -> set[str]:
@@ -90,79 +117,155 @@ def slot_name(base: str, offset: int, size: int) -> str:
     return f"{base}[{offset}:{offset + size}]"
 
 
-def plan(ssa: SSAForm) -> SlotPlan:
-    """Which `.local` objects of the kernel can be promoted, and their slots' accesses."""
+def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] = frozenset(),
+         known: frozenset[Range] = frozenset(), final: bool = False) -> SlotPlan:
+    """Which `.local` objects of the kernel can be promoted (of `allowed`, default all),
+    and their slots' accesses. `trusted`: objects assumed promotable, so that storing an
+    address into one of their constant slots is a slot assignment, not an escape (checked
+    again once they are promoted). `known`: slots promoted in earlier rounds; a store that
+    overlaps one without being it refuses the object (`final`: any store to one does)."""
     kernel = ssa.cfg.kernel
     objects = local_objects(kernel)
     result = SlotPlan()
     if not objects:
         return result
+    allowed = objects if allowed is None else allowed & objects
     instrs = kernel.instructions()
     values = _addresses(ssa, instrs, objects)
     refused: dict[str, str] = {}
-    constant: dict[int, tuple[str, int, int]] = {}  # instruction → (object, offset, size)
+    constant: dict[int, Range] = {}
 
     def refuse(value, why: str) -> None:
-        if value == _MIXED:
-            for name in objects:
-                refused.setdefault(name, why)
-        elif isinstance(value, _Addr):
-            refused.setdefault(value.base, why)
+        for name in _bases(value):
+            refused.setdefault(name, why)
 
     for n, instr in enumerate(instrs):
         if not ssa.instruction_block[n]:
             continue
-        uses = ssa.uses[n]
-        seen = [values.get(u) if u is not None else None for u in uses]
+        seen = [values.get(u) if u is not None else None for u in ssa.uses[n]]
+        access = _access(instr, seen, objects)
         for k, value in enumerate(seen):
-            if value is None:
+            if value is None or _address_use(instr, k):
                 continue
-            if not _address_use(instr, k):
+            into_slot = (instr.kind == ir.STORE and k == 1 and isinstance(access, tuple)
+                         and access[1] is not None and access[0] in trusted)
+            if not into_slot:
                 refuse(value, f"an address is used by `{instr.text}`")
-        address = _symbol_address(instr, objects)
-        if address is None and instr.kind in (ir.LOAD, ir.STORE) and seen:
-            address = seen[0]
-            if isinstance(address, _Addr) and address.offset is not None:
-                address = _Addr(address.base, address.offset + int(instr.attrs.get("disp", 0)))
-        if instr.kind not in (ir.LOAD, ir.STORE) or address is None:
+        if instr.kind == ir.STORE and instr.space == "local" and access is None:
+            refuse(_Mixed(frozenset(objects)), f"`{instr.text}` writes thread-private "
+                                               "memory through an address not followed")
+        if instr.kind not in (ir.LOAD, ir.STORE) or access is None:
             continue
-        if address == _MIXED or instr.space != "local":
-            refuse(address, f"`{instr.text}` may access it through another pointer")
+        if isinstance(access, _Mixed):
+            refuse(access, f"`{instr.text}` may access it through another pointer")
             continue
-        size = access_size(str(instr.attrs.get("opcode", "")))
-        simple = (size is not None and (instr.kind == ir.LOAD or len(instr.args) == 2)
-                  and "element" not in instr.attrs)
-        if address.offset is None or not simple:
+        base, offset, size = access
+        if offset is None or size is None:
             if instr.kind == ir.STORE:
-                refuse(address, f"`{instr.text}` may write any of its slots")
+                refuse(_Addr(base, None), f"`{instr.text}` may write any of its slots")
             continue
-        constant[n] = (address.base, address.offset, size)  # type: ignore[arg-type]
+        constant[n] = (base, offset, size)
+    overlapping = _overlapping([*constant.values(), *known])
+    for n, access in constant.items():
+        if instrs[n].kind == ir.STORE and (access in overlapping or final and access in known):
+            refused.setdefault(access[0], f"`{instrs[n].text}` overlaps one of its slots")
     result.refused = refused
-    result.objects = objects - set(refused)
-    overlapping = _overlapping(constant.values())
+    result.objects = allowed - set(refused)
     for n, (base, offset, size) in constant.items():
         if base in result.objects and (base, offset, size) not in overlapping:
-            result.accesses[n] = (slot_name(base, offset, size), size)
+            result.accesses[n] = (base, offset, size)
     return result
 
 
-def promote(ssa: SSAForm) -> ir.Kernel | None:
-    """A copy of the kernel whose promotable slot accesses are assignments, or None when
-    nothing is promoted (`attrs["unpromoted"]` is the original, `attrs["stack_slots"]`
-    the slot variables)."""
-    slots = plan(ssa).accesses
-    if not slots:
+def _access(instr: ir.Instruction, seen: list, objects: set[str]):
+    """For a load or store into an object: (object, offset or None, size or None when
+    it is not a plain scalar access), a _Mixed when the address may point elsewhere too,
+    None for anything else."""
+    if instr.kind not in (ir.LOAD, ir.STORE):
         return None
+    address = _symbol_address(instr, objects)
+    if address is None and seen:
+        address = seen[0]
+        if isinstance(address, _Addr) and address.offset is not None:
+            address = _Addr(address.base, address.offset + int(instr.attrs.get("disp", 0)))
+    if address is None:
+        return None
+    if isinstance(address, _Mixed) or instr.space != "local":
+        return _Mixed(_bases(address))
+    size = access_size(str(instr.attrs.get("opcode", "")))
+    simple = (size is not None and (instr.kind == ir.LOAD or len(instr.args) == 2)
+              and "element" not in instr.attrs)
+    return (address.base, address.offset, size if simple else None)
+
+
+def promote_ssa(ssa: SSAForm) -> SSAForm | None:
+    """The SSA form of a copy of the kernel in which every promotable slot access is an
+    assignment, or None when nothing is promoted (`attrs["unpromoted"]` of its kernel is
+    the original, `attrs["stack_slots"]` the slot variables).
+
+    Rounds promote slots reached through addresses held in slots promoted before. Done
+    twice: trusting that slots which receive addresses will be promoted, and trusting
+    nothing; each result is checked as a whole without any assumption (an object that
+    fails is left out and that promotion done again), and the one that promotes more
+    accesses is kept."""
+    candidates = [_promotion(ssa, trusting) for trusting in (True, False)]
+    found = [c for c in candidates if c is not None]
+    return max(found, key=lambda c: len(c[1]))[0] if found else None
+
+
+def _promotion(ssa: SSAForm, trusting: bool) -> tuple[SSAForm, dict[int, Range]] | None:
+    """One promotion strategy of `promote_ssa`: its SSA form and promoted accesses."""
     kernel = ssa.cfg.kernel
+    allowed = local_objects(kernel)
+    for _ in range(len(allowed) + 1):
+        if not allowed:
+            return None
+        trusted = frozenset(allowed) if trusting else frozenset()
+        slots: dict[int, Range] = {}
+        current = ssa
+        for _ in range(MAX_ROUNDS):
+            found = plan(current, allowed, trusted, frozenset(slots.values()))
+            new = {n: r for n, r in found.accesses.items() if n not in slots}
+            if not new:
+                break
+            slots.update(new)
+            current = build_ssa(build_cfg(_rewrite(kernel, slots)))
+        if not slots:
+            return None
+        check = plan(current, allowed, known=frozenset(slots.values()), final=True)
+        failing = {base for base, _, _ in slots.values()} & set(check.refused)
+        if not failing:
+            return current, slots
+        allowed -= failing
+    return None
+
+
+def promote(ssa: SSAForm) -> ir.Kernel | None:
+    """The promoted copy of the kernel (`promote_ssa`), or None."""
+    promoted = promote_ssa(ssa)
+    return None if promoted is None else promoted.cfg.kernel
+
+
+def _rewrite(kernel: ir.Kernel, slots: dict[int, Range]) -> ir.Kernel:
+    """A copy of the kernel with the accesses of `slots` made assignments. Addresses of
+    thread-private memory now also flow through slot variables, so the front end's
+    inference of `.local` accesses among generic ones is done again on the copy (an access
+    through an address loaded from a promoted slot is `.local` too)."""
     blocks = []
     n = 0
     for block in kernel.blocks:
         instructions = []
         for instr in block.instructions:
-            instructions.append(_promoted(instr, *slots[n]) if n in slots else instr)
+            if n in slots:
+                base, offset, size = slots[n]
+                instr = _promoted(instr, slot_name(base, offset, size), size)
+            elif instr.space == "generic":  # the inference may change it: a copy of its own
+                instr = replace(instr, attrs=dict(instr.attrs))
+            instructions.append(instr)
             n += 1
         blocks.append(replace(block, instructions=instructions))
-    names = sorted({name for name, _ in slots.values()})
+    infer_generic_spaces([i for b in blocks for i in b.instructions])
+    names = sorted({slot_name(*r) for r in slots.values()})
     attrs = {**kernel.attrs, "unpromoted": kernel, "stack_slots": tuple(names)}
     return replace(kernel, blocks=blocks, attrs=attrs)
 
@@ -203,6 +306,17 @@ def _address_use(instr: ir.Instruction, k: int) -> bool:
     if instr.kind != ir.ASSIGN or instr.attrs.get("guard"):
         return False
     root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
+    if root == "setp":  # a predicate (a null test of `this`): no address can come of it
+        return True
+    return _transfers(instr, k)
+
+
+def _transfers(instr: ir.Instruction, k: int) -> bool:
+    """Whether operand k of an assignment is an address the result is computed from
+    (a copy of it, or it plus an offset)."""
+    if instr.kind != ir.ASSIGN or instr.attrs.get("guard"):
+        return False
+    root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
     if instr.operator == "copy" or root in _ADDRESS_COPY_ROOTS:
         return len(instr.args) == 1
     if root == "add":
@@ -225,7 +339,7 @@ def _addresses(ssa: SSAForm, instrs: list[ir.Instruction], objects: set[str]) ->
                 values[name] = value
                 changed = True
     for name in carriers:  # (only a cycle of φs that no address reaches: be safe)
-        values.setdefault(name, _MIXED)
+        values.setdefault(name, _Mixed(frozenset(objects)))
     return values
 
 
@@ -237,7 +351,7 @@ def _carriers(ssa: SSAForm, instrs: list[ir.Instruction], objects: set[str]) -> 
         if var.kind in ("phi", "eta", "rejoin"):
             sources = var.operands
         elif var.kind == ir.ASSIGN and var.instruction is not None and any(
-                _address_use(instrs[var.instruction], k)
+                _transfers(instrs[var.instruction], k)
                 for k in range(len(instrs[var.instruction].args))):
             sources = [u for u in ssa.uses[var.instruction] if u is not None]
         else:
@@ -259,28 +373,30 @@ def _transfer(var, instrs, objects, values, carriers, ssa):
     if var.kind == "special":
         return _Addr(var.name, 0)
     if var.kind in ("phi", "eta", "rejoin"):
-        joined = None
+        joined, other = None, False
         for operand in var.operands:
-            if operand not in carriers:
-                return _MIXED  # an address or some other value
-            joined = _join(joined, values.get(operand))
+            if operand in carriers:
+                joined = _join(joined, values.get(operand))
+            else:
+                other = True  # an address or some other value
+        if other and joined is not None:
+            return _Mixed(_bases(joined))
         return joined
     instr = instrs[var.instruction]
     operands = [values.get(u) if u is not None else None for u in ssa.uses[var.instruction]]
-    if _MIXED in operands:
-        return _MIXED
-    addresses = [(k, v) for k, v in enumerate(operands) if isinstance(v, _Addr)]
+    addresses = [(k, v) for k, v in enumerate(operands) if isinstance(v, _ADDRESS)]
     if not addresses:
         return None
-    if len(addresses) > 1:
-        return _MIXED
+    everything = frozenset().union(*(_bases(v) for _, v in addresses))
+    if len(addresses) > 1 or isinstance(addresses[0][1], _Mixed):
+        return _Mixed(everything)
     (k, address), = addresses
     if len(instr.args) == 1:
         return address
     root = str(instr.attrs.get("opcode", "")).split(".")[0]
     other = instr.args[1 - k]
     if root == "sub" and k == 1:
-        return _MIXED  # something minus an address is no address we track
+        return _Mixed(everything)  # something minus an address is no address we track
     if address.offset is not None and isinstance(other, ir.Const):
         return _Addr(address.base, address.offset + (other.value if root == "add"
                                                      else -other.value))
@@ -295,7 +411,7 @@ def _join(a, b):
         return a
     if isinstance(a, _Addr) and isinstance(b, _Addr) and a.base == b.base:
         return _Addr(a.base, None)
-    return _MIXED
+    return _Mixed(_bases(a) | _bases(b))
 
 
 def _overlapping(ranges) -> set[tuple[str, int, int]]:

@@ -185,18 +185,113 @@ SKIP:
     st.u32 [%rd5], %r2;
     ld.u32 %r9, [%SP+8];
 """, "through another pointer"),
-    # an address compared (read as a value)
+    # an address truncated (arithmetic that is not followed)
     ("""
     add.u64 %rd2, %SP, 8;
-    setp.eq.u64 %p2, %rd2, %rd1;
+    cvt.u32.u64 %r3, %rd2;
     st.u32 [%SP+8], %r1;
     ld.u32 %r9, [%SP+8];
-""", "an address is used by `setp.eq.u64"),
+""", "an address is used by `cvt.u32.u64"),
+    # a thread-private store through an address that is not followed
+    ("""
+    st.u32 [%SP+8], %r1;
+    cvta.to.local.u64 %rd6, %rd1;
+    st.local.u32 [%rd6], %r2;
+    ld.u32 %r9, [%SP+8];
+""", "through an address not followed"),
 ])
 def test_escaping_or_unknown_accesses_are_not_promoted(body, why):
     assert why in refused(body)["__local_depot0"]
     assert last_branch(body)[1]  # the load stays a source of divergence
+    if "not followed" not in why:  # (that one stores out of bounds: nothing to run)
+        assert_checked(body)
+
+
+def test_an_address_tested_against_null_does_not_escape():
+    body = """
+    add.u64 %rd2, %SP, 8;
+    setp.eq.u64 %p2, %rd2, 0;
+    st.u32 [%rd2], %r1;
+    ld.u32 %r9, [%SP+8];
+"""
+    assert refused(body) == {}
+    assert not last_branch(body)[1]
     assert_checked(body)
+
+
+def test_a_slot_holding_the_address_of_another_slot():
+    """-G code keeps `this` and reference arguments in the frame: the pointer stored at
+    SP+16 is followed once that slot is promoted, and SP+8 is promoted in a second round."""
+    body = """
+    add.u64 %rd2, %SP, 8;
+    st.u64 [%SP+16], %rd2;
+    ld.u64 %rd3, [%SP+16];
+    st.u32 [%rd3], %r1;
+    ld.u64 %rd4, [%SP+16];
+    ld.u32 %r9, [%rd4];
+"""
+    assert "an address is used by `st.u64 [%SP+16], %rd2;`" in refused(body)["__local_depot0"]
+    kernel, divergent = last_branch(body)
+    assert not divergent
+    assert kernel.ssa.cfg.kernel.attrs["stack_slots"] == (
+        "__local_depot0[16:24]", "__local_depot0[8:12]")
+    assert_checked(body)
+
+
+def test_a_slot_address_stored_where_it_is_not_followed_is_not_trusted():
+    body = """
+    add.u64 %rd2, %SP, 8;
+    st.u64 [%SP+16], %rd2;
+    st.global.u64 [%rd1], %rd2;
+    st.u32 [%SP+8], %r1;
+    ld.u32 %r9, [%SP+8];
+"""
+    kernel, divergent = last_branch(body)
+    assert divergent and "stack_slots" not in kernel.ssa.cfg.kernel.attrs
+    assert_checked(body)
+
+
+def test_a_pointer_to_thread_private_memory_through_a_promoted_slot_stays_private():
+    """The address of `a` (not promoted: it escapes through cvt) is kept in a frame slot
+    that is promoted; the load through the pointer read back reads thread-private memory
+    (a[0] = tid.x) and must stay divergent although the pointer is now uniform."""
+    text = kernel_text("""
+    mov.u64 %rd5, a;
+    cvta.local.u64 %rd5, %rd5;
+    st.u32 [%rd5], %r2;
+    cvt.u32.u64 %r3, %rd5;
+    st.u64 [%SP+16], %rd5;
+    ld.u64 %rd6, [%SP+16];
+    ld.u32 %r9, [%rd6];
+""").replace(".local .align 8 .b8 __local_depot0[32];",
+             ".local .align 8 .b8 __local_depot0[32];\n    .local .align 4 .b8 a[8];")
+    analysed = analyze_text(text, "k.ptx", "affine2", "ptx")
+    result = analysed.kernel("k")
+    assert "__local_depot0[16:24]" in result.ssa.cfg.kernel.attrs["stack_slots"]
+    assert result.variable("%rd6#1").klass == "uniform"  # the pointer: one address
+    assert result.variable("%r9#1").klass == "divergent"  # what it points to: per lane
+    assert result.branches[-1].divergent
+    (report,) = check(analysed)
+    assert report.status == "checked" and report.violations == []
+
+
+def test_two_objects_mixed_refuse_only_those_two():
+    text = kernel_text("""
+    st.u32 [%SP+8], %r1;
+    mov.u64 %rd5, a;
+    setp.lt.u32 %p1, %r2, 5;
+    @%p1 bra SKIP;
+    mov.u64 %rd5, b;
+SKIP:
+    st.local.u32 [%rd5], %r2;
+    ld.u32 %r9, [%SP+8];
+""").replace(".local .align 8 .b8 __local_depot0[32];",
+             ".local .align 8 .b8 __local_depot0[32];\n    .local .align 4 .b8 a[8];"
+             "\n    .local .align 4 .b8 b[8];")
+    kernel = parse_text(text, "k.ptx", "ptx").kernel("k")
+    assert set(plan(build_ssa(build_cfg(kernel))).refused) == {"a", "b"}
+    result = analyze_text(text, "k.ptx", "affine2", "ptx").kernel("k")
+    assert not result.branches[-1].divergent
 
 
 def test_overlapping_slots_are_not_promoted():

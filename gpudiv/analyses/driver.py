@@ -37,7 +37,7 @@ from gpudiv.solve import (
     solve_together,
 )
 from gpudiv.ssa import SSAForm, build_ssa
-from gpudiv.stack_slots import promote
+from gpudiv.stack_slots import promote_ssa
 
 # Characters of facts grounded in one clingo run: large enough that the fixed cost of a run
 # is spread over many kernels, small enough that a huge file never becomes one huge ground
@@ -55,9 +55,7 @@ def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
     start = time.perf_counter()
     with paused_gc():
         ssa = build_ssa(build_cfg(kernel))
-        promoted = promote(ssa)
-        if promoted is not None:
-            ssa = build_ssa(build_cfg(promoted))
+        ssa = promote_ssa(ssa) or ssa
     return ssa, (time.perf_counter() - start) * 1000
 
 

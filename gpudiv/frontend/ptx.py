@@ -1463,7 +1463,7 @@ def _drop_undefined_old_values(instructions: list[ir.Instruction]) -> None:
             instr.args = instr.args[:2]
 
 
-def _infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
+def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
     """Make a generic load/store/atomic a `.local` one when its address may point into
     thread-private memory (derived from `cvta.local` or from a `.local` symbol).
 
@@ -1595,7 +1595,7 @@ class _Reader:
             return None
         instructions = [i for i in lowering.items if isinstance(i, ir.Instruction)]
         _drop_undefined_old_values(instructions)
-        _infer_generic_spaces(instructions)
+        infer_generic_spaces(instructions)
         blocks = _split_blocks(lowering.items, lowering.referenced) + lowering.exit_blocks
         loc = ir.Loc(fn.line, fn.column)
         if not blocks or not any(b.instructions for b in blocks):
