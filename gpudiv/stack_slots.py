@@ -25,8 +25,11 @@ offset), over SSA (φ: the join of the incoming offsets). An object is promoted 
   followed refuses every object;
 - no store to it has an unknown offset (it could write any slot); loads at an unknown
   offset stay sources of divergence and change nothing else.
-A slot is a (offset, size) range; ranges of the same object that overlap without being
-equal (a 64-bit store read back as two 32-bit halves, vector accesses) are not promoted.
+A slot is a (offset, size) range; a load whose range overlaps another range of the object
+without being equal is not promoted, a store that does (a 64-bit store read back as two
+32-bit halves; vector stores) refuses the object. Accesses through addresses read back
+from promoted slots are `.local` accesses too (the front end's inference is redone on the
+promoted copy), so a pointer to thread-private memory never makes its target uniform.
 A guarded store (`@%p st`) is `slot = %p ? value : slot`. A slot narrower than 32 bits is
 not a plain copy of the stored register (the value is truncated), so the affine analysis
 sees it as an operator it does not look into (uniform in, uniform out).
