@@ -1,6 +1,7 @@
 """Launch shapes (issue 17, item 2): what `.reqntid` and `--block` make known, and that the
 oracle checks those claims under exactly that shape."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,11 @@ def test_cli_block_option(capsys, tmp_path):
     assert main(["compare", "--analysis", "simple", "--block", "32x8", str(path)]) == 0
     out = capsys.readouterr().out
     assert "simple@32x8x1" in out
+    assert main(["analyze", "--format", "json", "--block", "32x8", str(path)]) == 0
+    (kernel,) = json.loads(capsys.readouterr().out)["inputs"][0]["kernels"]
+    assert kernel["block"] == [32, 8, 1]
+    assert main(["analyze", "--format", "json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"][0]["kernels"][0]["block"] is None
     for command in ("analyze", "check", "compare"):
         assert main([command, "--block", "32x", str(path)]) == 2
         err = capsys.readouterr().err.strip()
