@@ -154,7 +154,8 @@ def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] 
                          and access[1] is not None and access[0] in trusted)
             if not into_slot:
                 refuse(value, f"an address is used by `{instr.text}`")
-        if instr.kind == ir.STORE and instr.space == "local" and access is None:
+        if (instr.kind in (ir.STORE, ir.ATOMIC) and instr.space == "local"
+                and _access(replace(instr, kind=ir.STORE), seen, objects) is None):
             refuse(_Mixed(frozenset(objects)), f"`{instr.text}` writes thread-private "
                                                "memory through an address not followed")
         if instr.kind not in (ir.LOAD, ir.STORE) or access is None:
