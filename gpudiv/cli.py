@@ -31,6 +31,7 @@ from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run_kernel
 from gpudiv.load import LoadError, load
 from gpudiv.report import check_json, render_check
+from gpudiv.transform_cli import register as register_transform
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
 
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_explain(sub)
     register_compare(sub)
     register_random(sub)
+    register_transform(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
     run.add_argument("file")

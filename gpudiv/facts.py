@@ -81,7 +81,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     """
     cfg = ssa.cfg
     kernel = cfg.kernel
-    instrs = kernel.instructions()
+    instrs = kernel.by_id()
     out: list[str] = []
     add = out.append
     q = _namer(namespace)
@@ -177,8 +177,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
-    for n, instr in enumerate(instrs):
-        if instr.kind == ir.STORE and ssa.instruction_block[n]:
+    for n, instr in instrs.items():
+        if instr.kind == ir.STORE and ssa.instruction_block.get(n):
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
     return out
 
@@ -192,7 +192,7 @@ def back_edges(cfg: ControlFlowGraph) -> list[tuple[str, str]]:
     return sorted(set(edges))
 
 
-def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, name: str,
+def _assign_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: int, name: str,
                   add, q) -> None:
     """`assign_op/2` (normalised operator) and the ordered operands of an assignment."""
     instr = instrs[instruction]
@@ -213,7 +213,7 @@ def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, 
             add(f"arg_big({name},{index})")
 
 
-def _operand_atom(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int,
+def _operand_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: int,
                   arg: int, q) -> str:
     """An operand as a term: the SSA name (quoted) or the integer, or `big` if too large."""
     name = ssa.uses[instruction][arg]

@@ -148,7 +148,7 @@ def derived_values(ssa: SSAForm, shape: BlockShape | None) -> dict[str, SpecialV
     the warp ("lane"). `%tid.x` is followed through copies (`mov`, widening `cvt`)."""
     if shape is None or not shape.lane_is_tid_x:
         return {}
-    instrs = ssa.cfg.kernel.instructions()
+    instrs = ssa.cfg.kernel.by_id()
     known: dict[str, SpecialValue] = {}
     for var in ssa.variables.values():
         if var.kind != ir.ASSIGN or var.instruction is None:
@@ -158,7 +158,7 @@ def derived_values(ssa: SSAForm, shape: BlockShape | None) -> dict[str, SpecialV
         root, *modifiers = opcode.split(".")
         uses = ssa.uses[var.instruction]
         if (len(instr.args) != 2 or not isinstance(instr.args[1], ir.Const)
-                or not _INTEGER_TYPES & set(modifiers) or "guard" in instr.attrs
+                or not _INTEGER_TYPES & set(modifiers) or instr.guard is not None
                 or not _is_tid_x(ssa, instrs, uses[0])):
             continue
         value = instr.args[1].value
@@ -171,7 +171,7 @@ def derived_values(ssa: SSAForm, shape: BlockShape | None) -> dict[str, SpecialV
     return known
 
 
-def _is_tid_x(ssa: SSAForm, instrs: list[ir.Instruction], name: str | None) -> bool:
+def _is_tid_x(ssa: SSAForm, instrs: dict[int, ir.Instruction], name: str | None) -> bool:
     """Whether an SSA variable holds `%tid.x` itself (through copies)."""
     for _ in range(64):
         if name == "%tid.x":
@@ -180,7 +180,7 @@ def _is_tid_x(ssa: SSAForm, instrs: list[ir.Instruction], name: str | None) -> b
         if var is None or var.kind != ir.ASSIGN or var.instruction is None:
             return False
         instr = instrs[var.instruction]
-        if len(instr.args) != 1 or "guard" in instr.attrs or normalise(instr) != "copy":
+        if len(instr.args) != 1 or instr.guard is not None or normalise(instr) != "copy":
             return False
         name = ssa.uses[var.instruction][0]
     return False

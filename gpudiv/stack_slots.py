@@ -82,7 +82,7 @@ class SlotPlan:
     """Which objects and slots are promoted, and the accesses that use them."""
 
     objects: set[str] = field(default_factory=set)
-    # instruction number → (object, offset, size in bytes) of each promoted load and store
+    # instruction id → (object, offset, size in bytes) of each promoted load and store
     accesses: dict[int, tuple[str, int, int]] = field(default_factory=dict)
     # objects not promoted, and why (for explanations and tests)
     refused: dict[str, str] = field(default_factory=dict)
@@ -133,17 +133,17 @@ def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] 
     if not objects:
         return result
     allowed = objects if allowed is None else allowed & objects
-    instrs = kernel.instructions()
+    instrs = kernel.by_id()
     values = _addresses(ssa, instrs, objects)
     refused: dict[str, str] = {}
-    constant: dict[int, Range] = {}
+    constant: dict[int, Range] = {}  # instruction id → its slot
 
     def refuse(value, why: str) -> None:
         for name in _bases(value):
             refused.setdefault(name, why)
 
-    for n, instr in enumerate(instrs):
-        if not ssa.instruction_block[n]:
+    for n, instr in instrs.items():
+        if not ssa.instruction_block.get(n):
             continue
         seen = [values.get(u) if u is not None else None for u in ssa.uses[n]]
         access = _access(instr, seen, objects)
@@ -256,17 +256,15 @@ def _rewrite(kernel: ir.Kernel, slots: dict[int, Range]) -> ir.Kernel:
     inference of `.local` accesses among generic ones is done again on the copy (an access
     through an address loaded from a promoted slot is `.local` too)."""
     blocks = []
-    n = 0
     for block in kernel.blocks:
         instructions = []
         for instr in block.instructions:
-            if n in slots:
-                base, offset, size = slots[n]
+            if instr.id in slots:
+                base, offset, size = slots[instr.id]
                 instr = _promoted(instr, slot_name(base, offset, size), size)
             elif instr.space == "generic":  # the inference may change it: a copy of its own
                 instr = replace(instr, attrs=dict(instr.attrs))
             instructions.append(instr)
-            n += 1
         blocks.append(replace(block, instructions=instructions))
     infer_generic_spaces([i for b in blocks for i in b.instructions])
     names = sorted({slot_name(*r) for r in slots.values()})
@@ -287,10 +285,10 @@ def _promoted(instr: ir.Instruction, slot: str, size: int) -> ir.Instruction:
         return replace(instr, kind=ir.ASSIGN, args=(ir.Var(slot),), operator=plain,
                        space=None, attrs=attrs)
     value = instr.args[1]
-    guard = str(instr.attrs.get("guard") or "")
-    if guard:  # lanes where the guard fails keep the old value
+    if instr.guard is not None:  # lanes where the guard fails keep the old value
         return replace(instr, kind=ir.ASSIGN, dest=slot, space=None, operator="slct.guarded",
-                       args=(ir.Var(guard.lstrip("!")), value, ir.Var(slot)), attrs=attrs)
+                       args=(instr.guard.operand, value, ir.Var(slot)), attrs=attrs,
+                       guard=None)
     return replace(instr, kind=ir.ASSIGN, dest=slot, args=(value,), operator=plain,
                    space=None, attrs=attrs)
 
@@ -307,7 +305,7 @@ def _address_use(instr: ir.Instruction, k: int) -> bool:
     """Whether reading an address as operand k of `instr` keeps it from escaping."""
     if instr.kind in (ir.LOAD, ir.STORE):
         return k == 0
-    if instr.kind != ir.ASSIGN or instr.attrs.get("guard"):
+    if instr.kind != ir.ASSIGN or instr.guard is not None:
         return False
     root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
     if root == "setp":  # a predicate (a null test of `this`): no address can come of it
@@ -318,7 +316,7 @@ def _address_use(instr: ir.Instruction, k: int) -> bool:
 def _transfers(instr: ir.Instruction, k: int) -> bool:
     """Whether operand k of an assignment is an address the result is computed from
     (a copy of it, or it plus an offset)."""
-    if instr.kind != ir.ASSIGN or instr.attrs.get("guard"):
+    if instr.kind != ir.ASSIGN or instr.guard is not None:
         return False
     root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
     if instr.operator == "copy" or root in _ADDRESS_COPY_ROOTS:
@@ -328,7 +326,7 @@ def _transfers(instr: ir.Instruction, k: int) -> bool:
     return root == "sub" and len(instr.args) == 2 and k == 0
 
 
-def _addresses(ssa: SSAForm, instrs: list[ir.Instruction], objects: set[str]) -> dict:
+def _addresses(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str]) -> dict:
     """The address value of every SSA variable that may hold one: a fixed point over the
     variables that may carry an object's address at all (φs join their operands; an
     operand that never carries an address makes the join mixed)."""
@@ -347,7 +345,7 @@ def _addresses(ssa: SSAForm, instrs: list[ir.Instruction], objects: set[str]) ->
     return values
 
 
-def _carriers(ssa: SSAForm, instrs: list[ir.Instruction], objects: set[str]) -> list[str]:
+def _carriers(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str]) -> list[str]:
     """SSA variables that may hold an address of an object (reachability from the objects'
     symbols through address arithmetic and φs), in definition order."""
     readers: dict[str, list[str]] = {}

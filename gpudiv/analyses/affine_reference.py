@@ -225,7 +225,7 @@ class AffineReference:
         self.ssa = ssa
         self.cfg = ssa.cfg
         self.dom = Domain(degree)
-        self.instrs = ssa.cfg.kernel.instructions()
+        self.instrs = ssa.cfg.kernel.by_id()
         self.specials = ssa.cfg.kernel.specials
         self.shaped = special_values(shape, self.specials)
         self.derived = derived_values(ssa, shape)

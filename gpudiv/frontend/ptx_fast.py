@@ -37,6 +37,7 @@ from gpudiv.frontend.ptx_forms import (
     decl_layout,
     float_bits,
     number,
+    perf_text,
 )
 
 # Whitespace and comments between tokens (the grammar's ignored _GAP), possessive so that a
@@ -46,11 +47,6 @@ GAP = r"(?:\s+|//[^\n]*|/\*[\s\S]*?\*/)*+"
 
 class _Fallback(Exception):
     """The text at this point is not one of the statement shapes the fast path knows."""
-
-
-# The numbers of a performance directive (`.reqntid 32, 8, 1`), comments removed first.
-_PERF_NUMBER = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uU]?")
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 @dataclass(frozen=True)
@@ -129,8 +125,8 @@ def build_patterns(terminal: Callable[[str], str]) -> Patterns:
         paren_open=re.compile(f"{GAP}\\("),
         paren_close=re.compile(f"{GAP}\\)"),
         param_sep=re.compile(f"{GAP}([,)])"),
-        perf=re.compile(f"{GAP}({tok['PERF_DIRECTIVE']})(?![A-Za-z0-9_$.:])"
-                        f"((?:{GAP}{int_}(?:{GAP},{GAP}{int_})*+)?)"),
+        perf=re.compile(f"{GAP}{tok['PERF_DIRECTIVE']}(?![A-Za-z0-9_$.:])"
+                        f"(?:{GAP}{int_}(?:{GAP},{GAP}{int_})*+)?"),
         brace_open=re.compile(f"{GAP}\\{{"),
         gap=re.compile(GAP),
     )
@@ -466,16 +462,15 @@ class BodyReader:
         pos = name.end()
         if p.paren_open.match(source, pos) is not None:
             params, pos = self._params(pos)
-        perf_values: dict[str, tuple[int, ...]] = {}
+        directives: list[str] = []
         while (perf := p.perf.match(source, pos)) is not None:
-            numbers = _PERF_NUMBER.findall(_COMMENT.sub(" ", perf.group(2)))
-            perf_values[perf.group(1)[1:]] = tuple(number(n) for n in numbers)
+            directives.append(perf_text(perf.group(0)))
             pos = perf.end()
         opening = p.brace_open.match(source, pos)
         if opening is None or opening.end() != brace + 1:
             return None
         return PFunction(kind.group(1)[1:], name.group(1), linkage, rets, params, None,
-                         line, column, perf_values)
+                         line, column, directives)
 
     def _params(self, pos: int) -> tuple[list[PParam], int]:
         """A parenthesised parameter list (grammar rules `params`/`ret_params`)."""
@@ -510,7 +505,7 @@ def _simple_value(match: re.Match) -> tuple:
     if kind == "n":
         return ("n", number(text))
     if kind == "f":
-        return ("n", float_bits(text))
+        return ("n", float_bits(text), text)
     return (kind, text)
 
 
