@@ -12,9 +12,11 @@ from gpudiv.findings import Finding, file_findings
 from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel, time_slots
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_growing, run_ptx_kernel
 from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError
+from gpudiv.launch_shape import BlockShape, as_shape
 from gpudiv.load import load, parse_text
 from gpudiv.oracle import CheckReport, check_kernel, ptx_launches, random_launches
 from gpudiv.solve import RuleError
+from gpudiv.stack_slots import original
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
@@ -63,13 +65,18 @@ def _program(source: str | Path | ir.Program) -> ir.Program:
     return load(source)
 
 
-def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS) -> FileAnalysis:
-    """Analyse every kernel of a file (path) or parsed program."""
+def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
+            block: BlockShape | str | tuple[int, ...] | None = None) -> FileAnalysis:
+    """Analyse every kernel of a file (path) or parsed program. `block` is the block
+    shape of every launch (`"32x8"`, `(32, 8)`, a BlockShape): with it `%ntid.*` are
+    constants and, when X % 32 == 0, `%tid.y`/`%tid.z` are warp-uniform (PTX only; a
+    kernel's `.reqntid` wins). ValueError for a shape that cannot launch."""
     program = _program(source)
     driver = get_analysis(analysis)
+    shape = as_shape(block)
     result = FileAnalysis(program.path, program.language, [], list(program.diagnostics),
                           dict(program.parse_ms))
-    for kernel, kernel_result in zip(program.kernels, driver.run(program.kernels),
+    for kernel, kernel_result in zip(program.kernels, driver.run(program.kernels, shape),
                                      strict=True):
         if isinstance(kernel_result, RuleError):
             result.diagnostics.append(ir.Diagnostic(
@@ -86,14 +93,16 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS) -
 
 
 def analyze_text(text: str, path: str = "<string>", analysis: str = DEFAULT_ANALYSIS,
-                 language: str = "musimd") -> FileAnalysis:
+                 language: str = "musimd",
+                 block: BlockShape | str | tuple[int, ...] | None = None) -> FileAnalysis:
     """Analyse source text directly."""
-    return analyze(parse_text(text, path, language), analysis)
+    return analyze(parse_text(text, path, language), analysis, block)
 
 
 def check(analysed: FileAnalysis, seed: int = 0,
           reconvergence: str = "auto") -> list[CheckReport]:
-    """Run each analysed kernel under the default launch shapes and check its claims."""
+    """Run each analysed kernel under the default launch shapes and check its claims (a
+    PTX kernel analysed for one block shape runs only with that block shape)."""
     if analysed.language not in EXECUTABLE_LANGUAGES:
         return [CheckReport(k.name, status="not-executed", reason=f"no reference interpreter "
                             f"for {analysed.language} yet") for k in analysed.kernels]
@@ -101,7 +110,8 @@ def check(analysed: FileAnalysis, seed: int = 0,
     for index, result in enumerate(analysed.kernels):
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
             launches = [replace(launch, reconvergence=reconvergence) for launch in
-                        ptx_launches(result.ssa.cfg.kernel, seed + index)]
+                        ptx_launches(original(result.ssa.cfg.kernel), seed + index,
+                                     result.block)]
             reports.append(check_kernel(result, launches, run=run_ptx_growing))
             reports[-1].reconvergence = ("ipdom" if reconvergence in ("auto", "sync")
                                          else reconvergence)

@@ -16,7 +16,13 @@ from pathlib import Path
 
 from gpudiv import __version__, api, ptxrun
 from gpudiv.analyses import ANALYSES, DEFAULT_ANALYSIS
-from gpudiv.commands import CommandError, OneLineArgumentParser, choose_kernel
+from gpudiv.commands import (
+    CommandError,
+    OneLineArgumentParser,
+    add_block_option,
+    block_option,
+    choose_kernel,
+)
 from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
@@ -40,11 +46,12 @@ def _print_diagnostics(diagnostics) -> bool:
     return failed
 
 
-def _analyze_files(paths: list[str], analysis: str) -> tuple[list[api.FileAnalysis], bool]:
+def _analyze_files(paths: list[str], analysis: str,
+                   block=None) -> tuple[list[api.FileAnalysis], bool]:
     files, failed = [], False
     for path in paths:
         try:
-            result = api.analyze(path, analysis)
+            result = api.analyze(path, analysis, block)
         except LoadError as error:
             print(str(error), file=sys.stderr)
             failed = True
@@ -56,7 +63,8 @@ def _analyze_files(paths: list[str], analysis: str) -> tuple[list[api.FileAnalys
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Analyse files, run every kernel under several launches and check the claims."""
-    files, failed = _analyze_files(collect_inputs(args.files), args.analysis)
+    block = block_option(args)
+    files, failed = _analyze_files(collect_inputs(args.files), args.analysis, block)
     checked = [(f.path, api.check(f, seed=args.seed, reconvergence=args.reconvergence))
                for f in files]
     if args.format == "json":
@@ -217,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "violated claim): nothing goes unchecked in CI")
     check.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                        help="as for run (PTX: sync and auto mean ipdom)")
+    add_block_option(check)
     check.set_defaults(handler=cmd_check)
     return parser
 

@@ -34,6 +34,7 @@ from gpudiv.corpus import (
 from gpudiv.dot import GraphvizError, cfg_dot, dot_to_svg
 from gpudiv.export import FORMATS as EXPORT_FORMATS
 from gpudiv.export import ExportError, export, plain
+from gpudiv.launch_shape import BlockShape, parse_block
 from gpudiv.load import LoadError
 from gpudiv.schema import documented_relations, shipped_rule_files
 from gpudiv.solve import RuleError
@@ -142,12 +143,33 @@ def _progress(total: int):
                     transient=True)
 
 
+BLOCK_HELP = ("PTX: every launch has blocks of this shape (%%ntid.* are constants; with "
+              "X %% 32 == 0, %%tid.y/%%tid.z are warp-uniform); a kernel's .reqntid wins")
+
+
+def add_block_option(parser: argparse.ArgumentParser) -> None:
+    """`--block X[xY[xZ]]` (analyze, check, compare)."""
+    parser.add_argument("--block", metavar="X[xY[xZ]]", help=BLOCK_HELP)
+
+
+def block_option(args: argparse.Namespace) -> BlockShape | None:
+    """The `--block` shape, or None; CommandError with a one-line message when bad."""
+    text = getattr(args, "block", None)
+    if text is None:
+        return None
+    try:
+        return parse_block(text)
+    except ValueError as error:
+        raise CommandError(f"error: {error}") from None
+
+
 @one_line_errors
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse files and folders; print or write the report."""
     from gpudiv.report import analysis_json, render_analysis, render_findings
 
     _check_output(args.output)
+    block_option(args)
     if args.jobs < 0:
         raise CommandError("error: --jobs must be 0 (one per CPU) or more")
     paths = collect_inputs(args.files)
@@ -177,7 +199,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     try:
         run = analyze_corpus(paths, args.analysis, args.jobs, on_done=done,
-                             on_started=started, lean=args.format != "html")
+                             on_started=started, lean=args.format != "html",
+                             block=block_option(args))
     finally:
         if progress is not None:
             progress.stop()
@@ -363,6 +386,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument("--output", "-o", help="write the report to this file")
     analyze.add_argument("--brief", action="store_true",
                          help="text: only the findings and the run summary")
+    add_block_option(analyze)
     analyze.set_defaults(handler=cmd_analyze)
 
     cfg = sub.add_parser("cfg", help="the CFG of a kernel as DOT or SVG")

@@ -1,12 +1,13 @@
 """Comparing analysis variants: class counts per kernel and the variables they disagree on.
 
 `gpudiv compare FILE... --analysis simple --analysis affine [--analysis affine2]
-[--rules FILE.lp ...] [--format text|json]` runs here. Each `--analysis` is a variant;
-each `--rules FILE.lp` adds a variant: the affine2 analysis with the user's rule file
-loaded too (for instance `affine_off(cmp_difference).` switches off a completion, see
-rules/affine.lp). For every kernel and in total it counts the variables of each class
-(constant, uniform, constaffine, affine, divergent) and lists the variables whose class
-differs between variants.
+[--rules FILE.lp ...] [--block X[xY[xZ]]] [--format text|json]` runs here. Each
+`--analysis` is a variant; each `--rules FILE.lp` adds a variant: the affine2 analysis with
+the user's rule file loaded too (for instance `affine_off(cmp_difference).` switches off a
+completion, see rules/affine.lp). `--block` adds every variant again, named `NAME@XxYxZ`,
+analysed for launches with that block shape (`gpudiv.launch_shape`). For every kernel
+and in total it counts the variables of each class (constant, uniform, constaffine,
+affine, divergent) and lists the variables whose class differs between variants.
 """
 
 from __future__ import annotations
@@ -14,14 +15,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from gpudiv import __version__
 from gpudiv.analyses import ANALYSES, get_analysis
 from gpudiv.analyses import affine as affine_analysis
+from gpudiv.analyses.driver import Analysis
 from gpudiv.analyses.results import CLASSES, KernelResult
-from gpudiv.commands import EXIT_ERROR, EXIT_OK, CommandError, one_line_errors
+from gpudiv.commands import (
+    EXIT_ERROR,
+    EXIT_OK,
+    CommandError,
+    add_block_option,
+    block_option,
+    one_line_errors,
+)
+from gpudiv.launch_shape import BlockShape
 from gpudiv.load import load
 from gpudiv.solve import RuleError
 
@@ -38,22 +50,26 @@ class KernelComparison:
     differences: list[dict] = field(default_factory=list)
 
 
-def _rules_driver(name: str, rules: Path):
+def _rules_driver(name: str, rules: Path) -> Analysis:
     if not rules.is_file():
         raise CommandError(f"{rules}: error: no such rule file")
-
-    def driver(kernel):
-        return affine_analysis.analyze_kernel(kernel, name, 2, extra_rules=(str(rules),))
-    return driver
+    return affine_analysis.analysis(name, 2, extra_rules=(str(rules),))
 
 
-def variants_of(analyses: list[str] | None, rules: list[str] | None) -> dict:
-    """Variant name → driver: the analyses, then `affine2+FILE.lp` for each rule file."""
-    variants = {name: get_analysis(name) for name in analyses or DEFAULT_VARIANTS}
+def variants_of(analyses: list[str] | None, rules: list[str] | None,
+                block: BlockShape | None = None) -> dict[str, Callable]:
+    """Variant name → driver (a kernel → its result): the analyses, then
+    `affine2+FILE.lp` for each rule file; with a block shape, each again as `NAME@SHAPE`."""
+    drivers: dict[str, Analysis] = {name: get_analysis(name)
+                                    for name in analyses or DEFAULT_VARIANTS}
     for path in rules or []:
         name = f"affine2+{Path(path).name}"
-        name = name if name not in variants else f"affine2+{path}"
-        variants[name] = _rules_driver(name, Path(path))
+        name = name if name not in drivers else f"affine2+{path}"
+        drivers[name] = _rules_driver(name, Path(path))
+    variants: dict[str, Callable] = dict(drivers)
+    if block is not None:
+        for name, driver in drivers.items():
+            variants[f"{name}@{block}"] = partial(driver, block=block)
     return variants
 
 
@@ -129,7 +145,7 @@ def render_text(comparisons: list[KernelComparison], variants: list[str]) -> str
 @one_line_errors
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare analysis variants on files."""
-    drivers = variants_of(args.analysis, args.rules)
+    drivers = variants_of(args.analysis, args.rules, block_option(args))
     comparisons = compare(args.files, drivers)
     variants = list(drivers)
     if args.format == "json":
@@ -152,4 +168,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--rules", action="append", metavar="FILE.lp",
                         help="a variant: affine2 with this rule file added (repeat)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_block_option(parser)
     parser.set_defaults(handler=cmd_compare)

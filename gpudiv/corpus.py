@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gpudiv.analyses import DEFAULT_ANALYSIS
 from gpudiv.api import FileAnalysis, analyze
+from gpudiv.launch_shape import BlockShape, as_shape
 from gpudiv.load import LANGUAGES, LoadError
 
 
@@ -61,8 +62,8 @@ class FileOutcome:
     seconds: float
 
 
-def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False
-                 ) -> FileOutcome:
+def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False,
+                 block: BlockShape | None = None) -> FileOutcome:
     """Analyse one file; never raises (a problem becomes the outcome's failure).
 
     `lean`: drop the SSA forms and solved relations once the findings are computed
@@ -71,7 +72,7 @@ def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False
     """
     start = time.perf_counter()
     try:
-        result = analyze(path, analysis)
+        result = analyze(path, analysis, block)
     except LoadError as error:
         return FileOutcome(path, None, str(error), time.perf_counter() - start)
     except RecursionError:
@@ -117,12 +118,13 @@ def job_count(jobs: int) -> int:
 def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int = 1,
                    on_done: Callable[[FileOutcome], None] | None = None,
                    on_started: Callable[[], None] | None = None,
-                   lean: bool = False) -> CorpusRun:
+                   lean: bool = False, block: BlockShape | None = None) -> CorpusRun:
     """Analyse every path (files, as `collect_inputs` gives them) with `jobs` processes.
 
     `on_done` is called with each outcome as it completes (in completion order);
     `on_started` once every task is queued (worker processes exist by then, so a caller
-    may start threads, e.g. a progress display, without forking under them).
+    may start threads, e.g. a progress display, without forking under them). `block`:
+    the block shape every launch has (`gpudiv.launch_shape`).
     """
     jobs = min(job_count(jobs), max(len(paths), 1))
     start = time.perf_counter()
@@ -131,21 +133,22 @@ def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int
         if on_started:
             on_started()
         for path in paths:
-            outcomes[path] = analyze_file(path, analysis, lean)
+            outcomes[path] = analyze_file(path, analysis, lean, block)
             if on_done:
                 on_done(outcomes[path])
     else:
-        _parallel(paths, analysis, jobs, outcomes, on_done, on_started, lean)
+        _parallel(paths, analysis, jobs, outcomes, on_done, on_started, lean, block)
     return CorpusRun([outcomes[p] for p in paths], jobs, time.perf_counter() - start)
 
 
 def _parallel(paths: list[str], analysis: str, jobs: int, outcomes: dict[str, FileOutcome],
               on_done: Callable[[FileOutcome], None] | None,
-              on_started: Callable[[], None] | None, lean: bool) -> None:
+              on_started: Callable[[], None] | None, lean: bool,
+              block: BlockShape | None = None) -> None:
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures: dict[Future, str] = {pool.submit(analyze_file, p, analysis, lean): p
+        futures: dict[Future, str] = {pool.submit(analyze_file, p, analysis, lean, block): p
                                       for p in paths}
         if on_started:
             on_started()
@@ -165,10 +168,11 @@ def _parallel(paths: list[str], analysis: str, jobs: int, outcomes: dict[str, Fi
 
 
 def analyze_paths(paths: list[str | Path], analysis: str = DEFAULT_ANALYSIS,
-                  jobs: int = 1) -> tuple[CorpusRun, CorpusSummary]:
+                  jobs: int = 1, block: BlockShape | str | tuple[int, ...] | None = None
+                  ) -> tuple[CorpusRun, CorpusSummary]:
     """Files and folders → the run and its summary (the API of `gpudiv analyze DIR…`)."""
     files = collect_inputs(paths)
-    run = analyze_corpus(files, analysis, jobs)
+    run = analyze_corpus(files, analysis, jobs, block=as_shape(block))
     return run, summarize(run.files, run.failures, len(files), run.jobs, run.wall_s)
 
 

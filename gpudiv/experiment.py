@@ -24,13 +24,13 @@ import clingo
 import clingo.ast
 
 from gpudiv import ir
-from gpudiv.cfg import build_cfg
+from gpudiv.analyses.driver import prepare
 from gpudiv.export import analysis_rule_files
 from gpudiv.facts import RELATIONS, facts_text
+from gpudiv.launch_shape import kernel_shape
 from gpudiv.load import load
 from gpudiv.schema import shipped_rule_files, shown_relations
 from gpudiv.solve import RuleError, _format_messages, rules_dir, shipped_rule, solve
-from gpudiv.ssa import build_ssa
 
 _SIGNATURE = re.compile(r"^\s*([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*$")
 
@@ -191,7 +191,7 @@ def run_rules(path: str | Path, rules: list[str | Path] | None = None,
             raise RuleError(f"{path}: error: no kernel '{kernel}' (kernels: {names})")
     solutions = []
     for k in kernels:
-        facts = facts_text(build_ssa(build_cfg(k)))
+        facts = facts_text(prepare(k)[0], shape=kernel_shape(k, None)[0])
         try:
             solved = solve(rule_files, facts, show=shown, known=known)
         except RuleError as error:

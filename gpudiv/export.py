@@ -33,13 +33,13 @@ import clingo
 
 from gpudiv import ir
 from gpudiv.analyses import get_analysis
-from gpudiv.cfg import build_cfg
+from gpudiv.analyses.driver import prepare
 from gpudiv.corpus import collect_inputs
 from gpudiv.facts import RELATIONS, facts_text, kernel_facts, quote
+from gpudiv.launch_shape import kernel_shape
 from gpudiv.load import load
 from gpudiv.schema import Relation, documented_relations, shown_relations
 from gpudiv.solve import shipped_rule, solve
-from gpudiv.ssa import build_ssa
 
 FORMATS = ("souffle", "csv", "json", "lp")
 KEY_COLUMNS = ("file", "kernel")
@@ -193,12 +193,14 @@ def collect(paths: list[str | Path], derived: str | None = None,
         tables.setdefault(name, _declare(name, arity, keyed, documented))
     for path, kernel in kernels:
         start = time.perf_counter()
-        ssa = build_ssa(build_cfg(kernel))
-        atoms = kernel_facts(ssa)
+        ssa, _ = prepare(kernel)  # stack slots promoted, as the analyses see the kernel
+        shape, _ = kernel_shape(kernel, None)
+        atoms = kernel_facts(ssa, shape=shape)
         timing["facts"] += (time.perf_counter() - start) * 1000
         if rule_files:
             start = time.perf_counter()
-            atoms += [str(s) for s in sorted(solve(rule_files, facts_text(ssa)).symbols)]
+            solved = solve(rule_files, facts_text(ssa, shape=shape))
+            atoms += [str(s) for s in sorted(solved.symbols)]
             timing["solve"] += (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         prefix = (path, kernel.name) if keyed else ()

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.invariants import invariant_values
+from gpudiv.launch_shape import BlockShape, derived_values, special_values
 from gpudiv.operators import integer_bits, normalise, zero_extended_bits
 from gpudiv.ssa import SSAForm
 
@@ -26,7 +27,7 @@ RELATIONS: dict[str, int] = {
     "load": 3, "load_arg": 3, "store": 3, "atomic": 2,
     "assign_op": 2, "op_bits": 2, "zero_extend": 2, "arg": 3, "arg_const": 3, "arg_big": 2,
     "phi_arg": 3, "back_edge": 2,
-    "thread_id": 1,
+    "thread_id": 1, "lane_index": 1, "warp_index": 1,
 }
 
 # Special registers that are the thread index itself (affine: 1·tid + 0).
@@ -68,12 +69,15 @@ def _source_kind(var_kind: str, space: str | None, special_class: str | None) ->
     return None
 
 
-def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
+def kernel_facts(ssa: SSAForm, namespace: str = "",
+                 shape: BlockShape | None = None) -> list[str]:
     """All facts of one kernel, one atom per string (without the final dot).
 
     `namespace` is put in front of every name of a block, loop or SSA variable (never in
     front of operators, kinds or spaces), so that the facts of several kernels can share
-    one ground program without their names meeting (`gpudiv.analyses.driver`).
+    one ground program without their names meeting (`gpudiv.analyses.driver`). A known
+    block `shape` makes some special registers constant or warp-uniform
+    (`gpudiv.launch_shape`).
     """
     cfg = ssa.cfg
     kernel = cfg.kernel
@@ -81,6 +85,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
     out: list[str] = []
     add = out.append
     q = _namer(namespace)
+    shaped = special_values(shape, kernel.specials)
+    derived = derived_values(ssa, shape)
     for node in cfg.graph.nodes:
         add(f"block({q(node)})")
     for u, v in cfg.graph.edges:
@@ -126,6 +132,16 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             add(f"operand({name},{q(operand)})")
         instr = instrs[var.instruction] if var.instruction is not None else None
         special_class = kernel.specials.get(var.name) if var.kind == "special" else None
+        known = shaped.get(var.name) if var.kind == "special" else None
+        if known is not None and known.kind != "lane":
+            special_class = "uniform"
+            if known.kind == "constant":
+                add(f"const({name},{known.value})")
+        elif known is not None:
+            add(f"lane_index({name})")
+        if var.name in derived:
+            kind = derived[var.name].kind
+            add(f"warp_index({name})" if kind == "uniform" else f"lane_index({name})")
         why = _source_kind(var.kind, instr.space if instr else None, special_class)
         if why is not None:
             add(f"source({name},{quote(why)})")
@@ -208,9 +224,11 @@ def _operand_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: 
 
 
 def facts_text(ssa: SSAForm, namespace: str = "",
-               relations: Collection[str] | None = None) -> str:
-    """The facts of one kernel as one ASP program text (only `relations`, when given)."""
-    atoms = kernel_facts(ssa, namespace)
+               relations: Collection[str] | None = None,
+               shape: BlockShape | None = None) -> str:
+    """The facts of one kernel as one ASP program text (only `relations`, when given),
+    for a launch with the given block shape (None: any)."""
+    atoms = kernel_facts(ssa, namespace, shape)
     if relations is None:
         return "".join(f"{atom}.\n" for atom in atoms)
     return "".join(f"{atom}.\n" for atom in atoms if atom[:atom.find("(")] in relations)

@@ -19,7 +19,9 @@ import numpy as np
 from gpudiv import ir
 from gpudiv.analyses.results import KernelResult
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
-from gpudiv.interp.ptx import PtxLaunch, synthesize_launches
+from gpudiv.interp.ptx import CHECK_SHAPES, PtxLaunch, synthesize_launches
+from gpudiv.launch_shape import BlockShape, special_values
+from gpudiv.stack_slots import original
 
 # Launch shapes of `gpudiv check`: (threads, warp width).
 DEFAULT_SHAPES = ((1, 4), (5, 4), (32, 4), (64, 4), (100, 4),
@@ -174,18 +176,41 @@ def _checks_per_instruction(result: KernelResult) -> dict[int, list[_Check]]:
     claims = {v.name: v for v in result.variables if v.uniform}
     affine = {v.name: (v, c) for v in result.variables if (c := _affine_claim(v)) is not None}
     specials = result.ssa.cfg.kernel.specials
+    shaped = _shape_claims(result)
+    # Promoted stack slots live in memory, not in registers the interpreter can show; the
+    # registers loaded from them are checked at their own uses.
+    slots = set(result.ssa.cfg.kernel.attrs.get("stack_slots", ()))
     checks: dict[int, list[_Check]] = {}
     for n, names in result.ssa.uses.items():
         for name in dict.fromkeys(n_ for n_ in names if n_ is not None):
+            if name in result.ssa.variables and result.ssa.variables[name].source in slots:
+                continue
             var = claims.get(name)
             if name in affine:
                 var, coefficients = affine[name]
                 checks.setdefault(n, []).append((name, var.source, "affine", coefficients))
             elif var is not None:
                 checks.setdefault(n, []).append((name, var.source, var.klass, var.value))
+            elif name in shaped:
+                checks.setdefault(n, []).append((name, name, *shaped[name]))
             elif specials.get(name) == "uniform":
                 checks.setdefault(n, []).append((name, name, "uniform", None))
     return checks
+
+
+def _shape_claims(result: KernelResult) -> dict[str, tuple[str, int | None | tuple]]:
+    """What the kernel's block shape says about special registers, as claims: a constant
+    (`%ntid.x`), warp-uniform (`%tid.y` when X % 32 = 0), or `%laneid` = `%tid.x` − a value
+    common to the warp."""
+    claims: dict[str, tuple[str, int | None | tuple]] = {}
+    for name, known in special_values(result.block, result.ssa.cfg.kernel.specials).items():
+        if known.kind == "constant":
+            claims[name] = ("constant", known.value)
+        elif known.kind == "uniform":
+            claims[name] = ("uniform", None)
+        else:
+            claims[name] = ("affine", (0, 1, None))
+    return claims
 
 
 def random_launches(kernel: ir.Kernel, seed: int,
@@ -203,17 +228,22 @@ def random_launches(kernel: ir.Kernel, seed: int,
     return launches
 
 
-def ptx_launches(kernel: ir.Kernel, seed: int) -> list[PtxLaunch]:
+def ptx_launches(kernel: ir.Kernel, seed: int,
+                 block: BlockShape | None = None) -> list[PtxLaunch]:
     """Launches of `gpudiv check` for a PTX kernel: several grid/block shapes (a partial
-    last warp, 2-D and 3-D blocks), generous buffers, small random scalars."""
-    return synthesize_launches(kernel, seed)
+    last warp, 2-D and 3-D blocks), generous buffers, small random scalars. With a block
+    shape, every launch has exactly that shape (the claims assume it) and the grids vary."""
+    if block is None:
+        return synthesize_launches(kernel, seed)
+    shapes = tuple((grid, block.dims, fill) for grid, _, fill in CHECK_SHAPES)
+    return synthesize_launches(kernel, seed, shapes=shapes)
 
 
 def check_kernel(result: KernelResult, launches: list[LaunchConfig],
                  run: Callable = run_kernel) -> CheckReport:
     """Run the kernel under every launch and check all claims of `result` (`run` is the
     interpreter: μ-SIMD's `run_kernel`, or `run_ptx_growing` with `ptx_launches`)."""
-    kernel = result.ssa.cfg.kernel
+    kernel = original(result.ssa.cfg.kernel)  # promoted stack slots are for analysis only
     report = CheckReport(result.name)
     failures: list[str] = []
     for config in launches:

@@ -50,7 +50,8 @@ def kernel_json(result: KernelResult, path: str = "") -> dict:
     return {"name": result.name, "analysis": result.analysis,
             "instructions": result.instructions, "blocks": result.blocks,
             "variables": variables, "branches": branches, "summary": result.summary,
-            "timing_ms": timing, "solver": dict(result.stats)}
+            "timing_ms": timing, "solver": dict(result.stats),
+            "block": list(result.block.dims) if result.block else None}
 
 
 def findings_by_kernel(analysed: FileAnalysis) -> dict[str, list[Finding]]:

@@ -22,6 +22,7 @@ from gpudiv import ir
 from gpudiv.cfg import EXIT, ControlFlowGraph
 from gpudiv.facts import THREAD_ID_NAMES, back_edges, fits
 from gpudiv.invariants import invariant_values
+from gpudiv.launch_shape import BlockShape, derived_values, special_values
 from gpudiv.operators import integer_bits, normalise, zero_extended_bits
 from gpudiv.ssa import SSAForm, SSAVar
 
@@ -214,7 +215,8 @@ class AffineReference:
     """Worklist solver of the affine equations for one kernel."""
 
     def __init__(self, ssa: SSAForm, degree: int = 1,
-                 options: Mapping[str, bool] | None = None) -> None:
+                 options: Mapping[str, bool] | None = None,
+                 shape: BlockShape | None = None) -> None:
         options = options or {}
         unknown = set(options) - set(OPTIONS)
         if unknown:
@@ -225,6 +227,8 @@ class AffineReference:
         self.dom = Domain(degree)
         self.instrs = ssa.cfg.kernel.by_id()
         self.specials = ssa.cfg.kernel.specials
+        self.shaped = special_values(shape, self.specials)
+        self.derived = derived_values(ssa, shape)
         self.back = set(back_edges(self.cfg))
         self.branch_cond = {br.block: br.condition for br in ssa.branches}
         self.joins = join_points(self.cfg, [br.block for br in ssa.branches])
@@ -263,9 +267,18 @@ class AffineReference:
         if kind == "special":
             if var.name in THREAD_ID_NAMES:
                 return dom.tid()
+            known = self.shaped.get(var.name)
+            if known is not None:
+                if known.kind == "lane":  # %tid.x minus a value common to the warp
+                    return dom.add(dom.tid(), dom.uniform())
+                return dom.const(known.value) if known.kind == "constant" else dom.uniform()
             return dom.uniform() if self.specials.get(var.name) == "uniform" else dom.bottom()
         if kind in ("undef", "atomic", ir.OPAQUE):
             return dom.bottom()
+        derived = self.derived.get(var.name)
+        if derived is not None:  # the warp index, or %tid.x & (2^k − 1)
+            return dom.uniform() if derived.kind == "uniform" else dom.add(dom.tid(),
+                                                                           dom.uniform())
         if kind == "phi":
             value = dom.top()
             for u in var.operands:
@@ -398,9 +411,11 @@ def _literal_shift(instr: ir.Instruction) -> bool:
 
 
 def solve_reference(ssa: SSAForm, degree: int = 1, options: Mapping[str, bool] | None = None,
-                    order_seed: int | None = None) -> dict[str, tuple[int | None, ...]]:
-    """The maximal fixed point, with ⊥ as None, coefficients indexed by power of tid."""
-    values = AffineReference(ssa, degree, options).solve(order_seed)
+                    order_seed: int | None = None,
+                    shape: BlockShape | None = None) -> dict[str, tuple[int | None, ...]]:
+    """The maximal fixed point, with ⊥ as None, coefficients indexed by power of tid (for
+    launches with block `shape`, when given)."""
+    values = AffineReference(ssa, degree, options, shape).solve(order_seed)
     out = {}
     for name, value in values.items():
         assert not any(c is TOP for c in value), f"{name} was never computed"

@@ -24,6 +24,7 @@ from gpudiv import ir
 from gpudiv.analyses.results import KernelResult
 from gpudiv.cfg import build_cfg
 from gpudiv.facts import RELATIONS, facts_text
+from gpudiv.launch_shape import BlockShape, kernel_shape
 from gpudiv.perf import paused_gc
 from gpudiv.solve import (
     NAMESPACE_MARK,
@@ -36,6 +37,7 @@ from gpudiv.solve import (
     solve_together,
 )
 from gpudiv.ssa import SSAForm, build_ssa
+from gpudiv.stack_slots import promote_ssa
 
 # Characters of facts grounded in one clingo run: large enough that the fixed cost of a run
 # is spread over many kernels, small enough that a huge file never becomes one huge ground
@@ -47,20 +49,23 @@ BuildResult = Callable[[str, ir.Kernel, SSAForm, SolveResult, dict[str, float]],
 
 
 def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
-    """CFG and SSA of a kernel, and the milliseconds it took."""
+    """CFG and SSA of a kernel, and the milliseconds it took. Stack-frame slots that can
+    be promoted become variables (`gpudiv.stack_slots`): the SSA is then that of the
+    promoted copy, whose `attrs["unpromoted"]` is the kernel as written."""
     start = time.perf_counter()
     with paused_gc():
         ssa = build_ssa(build_cfg(kernel))
+        ssa = promote_ssa(ssa) or ssa
     return ssa, (time.perf_counter() - start) * 1000
 
 
-def timed_facts(ssa: SSAForm, prefix: str = "",
-                relations: frozenset[str] | None = None) -> tuple[str, float]:
-    """The facts of an SSA form (names behind `prefix`, only `relations` when given) and
-    the milliseconds it took."""
+def timed_facts(ssa: SSAForm, prefix: str = "", relations: frozenset[str] | None = None,
+                shape: BlockShape | None = None) -> tuple[str, float]:
+    """The facts of an SSA form (names behind `prefix`, only `relations` when given, for
+    a launch with block `shape`) and the milliseconds it took."""
     start = time.perf_counter()
     with paused_gc():
-        facts = facts_text(ssa, prefix, relations)
+        facts = facts_text(ssa, prefix, relations, shape)
     return facts, (time.perf_counter() - start) * 1000
 
 
@@ -108,6 +113,8 @@ class _Prepared:
     ssa: SSAForm
     timing: dict[str, float]
     facts: str = ""
+    shape: BlockShape | None = None
+    shape_warning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,19 +139,24 @@ class Analysis:
         """The input relations the rules read (None: all)."""
         return input_relations_read(self.rule_files)
 
-    def __call__(self, kernel: ir.Kernel) -> KernelResult:
-        """Analyse one kernel (RuleError when the rules fail on it)."""
-        (result,) = self.run([kernel])
+    def __call__(self, kernel: ir.Kernel, block: BlockShape | None = None) -> KernelResult:
+        """Analyse one kernel (RuleError when the rules fail on it), for launches with
+        the given block shape (None: any shape, unless the kernel has `.reqntid`)."""
+        (result,) = self.run([kernel], block)
         if isinstance(result, RuleError):
             raise result
         return result
 
-    def run(self, kernels: list[ir.Kernel]) -> list[KernelResult | RuleError]:
-        """Analyse kernels (e.g. all of a file); per kernel its result or its rule error."""
+    def run(self, kernels: list[ir.Kernel],
+            block: BlockShape | None = None) -> list[KernelResult | RuleError]:
+        """Analyse kernels (e.g. all of a file); per kernel its result or its rule error.
+        `block`: the block shape of every launch (a kernel's `.reqntid` wins)."""
         prepared = []
         for kernel in kernels:
             ssa, ssa_ms = prepare(kernel)
-            prepared.append(_Prepared(kernel, ssa, {"ssa": ssa_ms}))
+            shape, warning = kernel_shape(kernel, block)
+            prepared.append(_Prepared(kernel, ssa, {"ssa": ssa_ms}, shape=shape,
+                                      shape_warning=warning))
         results: dict[int, KernelResult | RuleError] = {}
         if len(prepared) > 1 and self.shares_runs:
             for group in _groups(prepared, self.relations):
@@ -163,7 +175,8 @@ class Analysis:
 
     def _solve_alone(self, p: _Prepared) -> KernelResult | RuleError:
         """One clingo run for one kernel, with its names as they are."""
-        p.facts, p.timing["facts"] = timed_facts(p.ssa, relations=self.relations)
+        p.facts, p.timing["facts"] = timed_facts(p.ssa, relations=self.relations,
+                                                 shape=p.shape)
         try:
             return self._result(p, solve(list(self.rule_files), p.facts, self.extra))
         except RuleError as error:
@@ -171,7 +184,11 @@ class Analysis:
 
     def _result(self, p: _Prepared, solved: SolveResult) -> KernelResult:
         timing = {**p.timing, "ground": solved.ground_ms, "solve": solved.solve_ms}
-        return self.build(self.name, p.kernel, p.ssa, solved, timing)
+        result = self.build(self.name, p.kernel, p.ssa, solved, timing)
+        result.block = p.shape
+        if p.shape_warning:
+            result.warnings.append((p.shape_warning, p.kernel.loc))
+        return result
 
 
 def _separable(ssa: SSAForm) -> bool:
@@ -189,7 +206,7 @@ def _groups(prepared: list[_Prepared], relations: frozenset[str] | None) -> list
     for i, p in enumerate(prepared):
         if not _separable(p.ssa):
             continue
-        p.facts, p.timing["facts"] = timed_facts(p.ssa, namespace(i), relations)
+        p.facts, p.timing["facts"] = timed_facts(p.ssa, namespace(i), relations, p.shape)
         if not groups or size + len(p.facts) > JOINT_FACTS_LIMIT:
             groups.append([])
             size = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudiv import ir
+from gpudiv.launch_shape import BlockShape
 from gpudiv.ssa import SSAForm
 
 CLASSES = ("constant", "uniform", "constaffine", "affine", "divergent")
@@ -69,6 +70,8 @@ class KernelResult:
     stats: dict[str, int] = field(default_factory=dict)
     warnings: list[tuple[str, ir.Loc]] = field(default_factory=list)
     relations: dict[str, list[tuple]] = field(default_factory=dict)
+    # The block shape the claims assume (`.reqntid` or the user's); None: any shape.
+    block: BlockShape | None = None
 
     def variable(self, name: str) -> VariableResult:
         """The result for one SSA variable."""

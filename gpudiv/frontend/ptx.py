@@ -1550,7 +1550,7 @@ def _drop_undefined_old_values(instructions: list[ir.Instruction]) -> None:
             instr.args = instr.args[:2]
 
 
-def _infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
+def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
     """Make a generic load/store/atomic a `.local` one when its address may point into
     thread-private memory (derived from `cvta.local` or from a `.local` symbol).
 
@@ -1581,6 +1581,20 @@ def _infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
                 or instr.attrs.get("symbol_space") == "local"):
             instr.space = "local"
             instr.attrs["generic"] = True
+
+
+def _launch_directives(directives: list[str]) -> dict[str, tuple[int, ...]]:
+    """`.reqntid` and `.maxntid` of a header (`.reqntid 32, 8, 1` → {"reqntid": (32, 8,
+    1)}): the block shape a kernel requires or bounds (gpudiv.launch_shape)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for directive in directives:
+        name, _, values = directive.partition(" ")
+        if name in (".reqntid", ".maxntid"):
+            try:
+                found[name[1:]] = tuple(_number(v) for v in values.split(", ") if v)
+            except ValueError:
+                continue
+    return found
 
 
 class _Reader:
@@ -1699,7 +1713,7 @@ class _Reader:
             return None
         instructions = [i for i in lowering.items if isinstance(i, ir.Instruction)]
         _drop_undefined_old_values(instructions)
-        _infer_generic_spaces(instructions)
+        infer_generic_spaces(instructions)
         blocks = _split_blocks(lowering.items, lowering.referenced) + lowering.exit_blocks
         loc = ir.Loc(fn.line, fn.column)
         if not blocks or not any(b.instructions for b in blocks):
@@ -1720,6 +1734,7 @@ class _Reader:
         }
         kernel.registers = _register_table(lowering, kernel.instructions())
         kernel.attrs["ptx_source"] = _source_record(fn, info, lowering, kernel)
+        kernel.attrs.update(_launch_directives(fn.directives))
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gpudiv.analyses import ANALYSES, affine, driver, simple
 from gpudiv.analyses.driver import input_relations_read, prepare
 from gpudiv.facts import RELATIONS, facts_text
+from gpudiv.launch_shape import kernel_shape
 from gpudiv.load import load, parse_text
 from gpudiv.randprog import random_program
 from gpudiv.solve import RuleError, solve
@@ -19,9 +20,11 @@ PTX_FILES = sorted(SAMPLES.glob("cuda/*.ptx")) + sorted(SAMPLES.glob("ptx_legacy
 
 
 def alone_with_all_facts(analysis: driver.Analysis, kernel):
-    """The reference: one clingo run for the kernel, every input relation, plain names."""
+    """The reference: one clingo run for the kernel, every input relation, plain names
+    (for the block shape its `.reqntid` declares, as the driver does)."""
     ssa, _ = prepare(kernel)
-    solved = solve(list(analysis.rule_files), facts_text(ssa), analysis.extra)
+    shape, _ = kernel_shape(kernel, None)
+    solved = solve(list(analysis.rule_files), facts_text(ssa, shape=shape), analysis.extra)
     return analysis.build(analysis.name, kernel, ssa, solved, {})
 
 
