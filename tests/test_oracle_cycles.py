@@ -118,11 +118,12 @@ def test_ptx_programs_with_cycles(seed, statements):
     assert_sound(random_ptx(seed, statements), "ptx", seed)
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", [*range(10), 17, 25])
 def test_a_few_programs_in_both_languages(seed):
-    """The fast loop's share: a few fixed seeds, both languages."""
+    """The fast loop's share: a few fixed seeds, both languages (17 and 25 broke claims
+    in both before the rejoin copies)."""
     assert_sound(random_program(seed, 20, cycles=True), "musimd", seed)
-    if seed % 4 == 0:
+    if seed % 4 == 0 or seed > 10:
         assert_sound(random_ptx(seed, 20), "ptx", seed)
 
 
