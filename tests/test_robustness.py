@@ -114,7 +114,7 @@ def test_scalar_pointer_through_the_api_raises_a_fault():
 @pytest.mark.parametrize("option, value, expected", [
     ("--grid", "99999999999", "grid x dimension 99999999999 is larger than CUDA's limit"),
     ("--grid", "1x70000", "grid y dimension 70000 is larger than CUDA's limit 65535"),
-    ("--block", "32x1x65", "block z dimension 65 is larger than CUDA's limit 64"),
+    ("--block", "1x1x65", "block z dimension 65 is larger than CUDA's limit 64"),
 ])
 def test_launch_shapes_beyond_cuda_limits(capsys, option, value, expected):
     code, _, err = run_cli(capsys, "run", VECTOR_OPS, *VEC_ADD_ARGS, option, value)

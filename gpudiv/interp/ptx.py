@@ -194,16 +194,17 @@ def run_ptx_kernel(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | No
 
 
 def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
-    for what, dims, limits in (("grid", launch.grid, MAX_GRID),
-                               ("block", launch.block, MAX_BLOCK)):
+    for what, dims in (("grid", launch.grid), ("block", launch.block)):
         if len(dims) != 3 or any(int(d) < 1 for d in dims):
             raise ValueError(f"{what} dimensions must be three positive integers")
+    if launch.threads > MAX_THREADS:
+        raise ValueError(f"a block has at most {MAX_THREADS} threads (got {launch.threads})")
+    for what, dims, limits in (("grid", launch.grid, MAX_GRID),
+                               ("block", launch.block, MAX_BLOCK)):
         for axis, d, limit in zip("xyz", dims, limits, strict=True):
             if int(d) > limit:
                 raise ValueError(f"{what} {axis} dimension {d} is larger than CUDA's "
                                  f"limit {limit}")
-    if launch.threads > MAX_THREADS:
-        raise ValueError(f"a block has at most {MAX_THREADS} threads (got {launch.threads})")
     if launch.max_steps < 0:
         raise ValueError("max_steps must not be negative")
     if launch.dynamic_shared < 0:
