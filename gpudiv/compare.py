@@ -21,9 +21,17 @@ from gpudiv import __version__
 from gpudiv.analyses import ANALYSES, get_analysis
 from gpudiv.analyses import affine as affine_analysis
 from gpudiv.analyses.results import CLASSES, KernelResult
-from gpudiv.commands import EXIT_ERROR, EXIT_OK, CommandError, one_line_errors
+from gpudiv.commands import (
+    EXIT_ERROR,
+    EXIT_OK,
+    CommandError,
+    add_rule_file_options,
+    one_line_errors,
+    rule_budget,
+)
 from gpudiv.load import load
-from gpudiv.solve import RuleError
+from gpudiv.rulefile import check_rule_file
+from gpudiv.solve import Budget, RuleError
 
 DEFAULT_VARIANTS = ("simple", "affine", "affine2")
 
@@ -38,22 +46,27 @@ class KernelComparison:
     differences: list[dict] = field(default_factory=list)
 
 
-def _rules_driver(name: str, rules: Path):
-    if not rules.is_file():
-        raise CommandError(f"{rules}: error: no such rule file")
+def _rules_driver(name: str, rules: Path, budget: Budget | None, allow_scripts: bool):
+    try:
+        check_rule_file(rules, allow_scripts)
+    except RuleError as error:
+        raise CommandError(str(error)) from None
 
     def driver(kernel):
-        return affine_analysis.analyze_kernel(kernel, name, 2, extra_rules=(str(rules),))
+        return affine_analysis.analyze_kernel(kernel, name, 2, extra_rules=(str(rules),),
+                                              budget=budget)
     return driver
 
 
-def variants_of(analyses: list[str] | None, rules: list[str] | None) -> dict:
-    """Variant name → driver: the analyses, then `affine2+FILE.lp` for each rule file."""
+def variants_of(analyses: list[str] | None, rules: list[str] | None,
+                budget: Budget | None = None, allow_scripts: bool = True) -> dict:
+    """Variant name → driver: the analyses, then `affine2+FILE.lp` for each rule file
+    (solved under `budget`; `allow_scripts=False` refuses files with `#script`)."""
     variants = {name: get_analysis(name) for name in analyses or DEFAULT_VARIANTS}
     for path in rules or []:
         name = f"affine2+{Path(path).name}"
         name = name if name not in variants else f"affine2+{path}"
-        variants[name] = _rules_driver(name, Path(path))
+        variants[name] = _rules_driver(name, Path(path), budget, allow_scripts)
     return variants
 
 
@@ -129,7 +142,7 @@ def render_text(comparisons: list[KernelComparison], variants: list[str]) -> str
 @one_line_errors
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare analysis variants on files."""
-    drivers = variants_of(args.analysis, args.rules)
+    drivers = variants_of(args.analysis, args.rules, rule_budget(args), not args.no_scripts)
     comparisons = compare(args.files, drivers)
     variants = list(drivers)
     if args.format == "json":
@@ -152,4 +165,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--rules", action="append", metavar="FILE.lp",
                         help="a variant: affine2 with this rule file added (repeat)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_rule_file_options(parser)
     parser.set_defaults(handler=cmd_compare)

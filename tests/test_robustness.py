@@ -169,3 +169,131 @@ def test_commands_refuse_a_fifo(capsys, fifo, command):
     code, _, err = run_cli(capsys, command, str(fifo))
     assert code == 2
     assert f"{fifo}: error: not a regular file" in err
+
+
+# -- item 7: users' rule files get a time and memory budget ---------------------------------
+
+EXPLODING = "big(X) :- X = 1..100000000.\n#show big/1.\n"
+UNBOUNDED = "n(0).\nn(X + 1) :- n(X).\n#show n/1.\n"
+
+
+@pytest.fixture
+def exploding(tmp_path) -> Path:
+    path = tmp_path / "exploding.lp"
+    path.write_text(EXPLODING)
+    return path
+
+
+def test_exploding_rule_file_hits_the_memory_budget(capsys, exploding):
+    code, _, err = run_cli(capsys, "solve", GATHER, "--rules", str(exploding),
+                           "--solve-memory", "64")
+    assert code == 2
+    line = one_error_line(err)
+    assert line.startswith(f"{exploding}: error: grounding and solving needed more than "
+                           "64 MiB of memory")
+    assert "--solve-memory" in line
+
+
+@pytest.mark.parametrize("text", [EXPLODING, UNBOUNDED])
+def test_runaway_rule_file_hits_the_time_budget(capsys, tmp_path, text):
+    path = tmp_path / "runaway.lp"
+    path.write_text(text)
+    code, _, err = run_cli(capsys, "solve", GATHER, "--rules", str(path),
+                           "--solve-timeout", "1", "--solve-memory", "0")
+    assert code == 2
+    assert one_error_line(err).startswith(
+        f"{path}: error: grounding and solving did not finish within 1 s")
+
+
+def test_compare_rule_variant_has_the_budget(capsys, exploding):
+    code, _, err = run_cli(capsys, "compare", GATHER, "--rules", str(exploding),
+                           "--solve-timeout", "1")
+    assert code == 2
+    assert f"{exploding}: error: grounding and solving did not finish within 1 s" in err
+
+
+def test_default_budget_applies_to_users_rules_in_the_api(monkeypatch, exploding):
+    from gpudiv import solve as solve_module
+    from gpudiv.experiment import run_rules
+
+    monkeypatch.setattr(solve_module, "DEFAULT_BUDGET", solve_module.Budget(1, 64))
+    with pytest.raises(solve_module.RuleError, match="exploding.lp: error: grounding"):
+        run_rules(GATHER, [exploding])
+
+
+def test_budgeted_run_gives_the_same_answer():
+    from gpudiv.experiment import run_rules
+    from gpudiv.solve import UNLIMITED
+
+    rules = [ROOT / "samples" / "rules" / "memory_divergence.lp"]
+    limited = run_rules(GATHER, rules)
+    free = run_rules(GATHER, rules, budget=UNLIMITED)
+    assert [k.relations for k in limited.kernels] == [k.relations for k in free.kernels]
+    assert sum(len(v) for v in limited.kernels[0].relations.values()) == 2
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("mine.txt", "not a rule file (expected a clingo program named *.lp)"),
+    ("pipe.lp", "not a regular file"),
+])
+def test_rule_files_must_be_regular_lp_files(capsys, tmp_path, name, expected):
+    path = tmp_path / name
+    if name.startswith("pipe"):
+        os.mkfifo(path)
+    else:
+        path.write_text("a.\n")
+    for command in ("solve", "compare"):
+        code, _, err = run_cli(capsys, command, GATHER, "--rules", str(path))
+        assert code == 2
+        assert f"{path}: error: {expected}" in one_error_line(err)
+
+
+def test_non_ascii_outside_strings_is_one_line_not_a_clingo_panic(capsys, tmp_path):
+    """clingo's message about a stray non-ASCII byte is not UTF-8, and its Python binding
+    aborted the process ("PANIC: exception in nothrow scope")."""
+    path = tmp_path / "accents.lp"
+    path.write_text("% commentaire: déjà vu\nsafe(\"ünïcode\").\nflag(X) :- lödd(X).\n")
+    code, _, err = run_cli(capsys, "solve", GATHER, "--rules", str(path))
+    assert code == 2
+    assert one_error_line(err) == (f"{path}:3:13: error: unexpected character 'ö' (clingo "
+                                   "accepts non-ASCII characters only in strings and "
+                                   "comments)")
+
+
+def test_non_ascii_in_strings_and_comments_is_fine(capsys, tmp_path):
+    path = tmp_path / "accents.lp"
+    path.write_text("%* bloc %* imbriqué *% é *%\nname(\"é\\\"ü\"). % fin\n#show name/1.\n")
+    code, out, _ = run_cli(capsys, "solve", GATHER, "--rules", str(path))
+    assert code == 0
+    assert 'é\\"ü' in out or 'é"ü' in out
+
+
+# -- item 9: --no-scripts --------------------------------------------------------------------
+
+SCRIPT = "a(1).\n#script (python)\nimport os\nos.system('true')\n#end.\n#show a/1.\n"
+
+
+@pytest.mark.parametrize("command", ["solve", "compare"])
+def test_no_scripts_refuses_script_blocks(capsys, tmp_path, command):
+    path = tmp_path / "script.lp"
+    path.write_text(SCRIPT)
+    code, _, err = run_cli(capsys, command, GATHER, "--rules", str(path), "--no-scripts")
+    assert code == 2
+    assert one_error_line(err) == (f"{path}:2:1: error: #script blocks run arbitrary code "
+                                   "and --no-scripts forbids them")
+
+
+def test_no_scripts_follows_includes(capsys, tmp_path):
+    (tmp_path / "inner.lp").write_text(SCRIPT)
+    outer = tmp_path / "outer.lp"
+    outer.write_text('#include "inner.lp".\n')
+    code, _, err = run_cli(capsys, "solve", GATHER, "--rules", str(outer), "--no-scripts")
+    assert code == 2
+    assert f"{tmp_path / 'inner.lp'}:2:1: error: #script blocks" in one_error_line(err)
+
+
+def test_no_scripts_accepts_the_word_in_comments_and_strings(capsys, tmp_path):
+    path = tmp_path / "plain.lp"
+    path.write_text('% no #script here\nnote("#script").\n#show note/1.\n')
+    code, _, _ = run_cli(capsys, "solve", GATHER, "--rules", str(path), "--no-scripts")
+    assert code == 0

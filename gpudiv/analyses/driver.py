@@ -27,6 +27,7 @@ from gpudiv.facts import RELATIONS, facts_text
 from gpudiv.perf import paused_gc
 from gpudiv.solve import (
     NAMESPACE_MARK,
+    Budget,
     NotSeparable,
     RuleError,
     SolveResult,
@@ -118,6 +119,8 @@ class Analysis:
     rule_files: tuple[Path | str, ...]
     build: BuildResult
     extra: str = ""
+    # Limits on clingo runs (None: gpudiv.solve's default, which limits only users' rules).
+    budget: Budget | None = None
 
     @cached_property
     def shares_runs(self) -> bool:
@@ -165,7 +168,8 @@ class Analysis:
         """One clingo run for one kernel, with its names as they are."""
         p.facts, p.timing["facts"] = timed_facts(p.ssa, relations=self.relations)
         try:
-            return self._result(p, solve(list(self.rule_files), p.facts, self.extra))
+            return self._result(p, solve(list(self.rule_files), p.facts, self.extra,
+                                         budget=self.budget))
         except RuleError as error:
             return error
 
