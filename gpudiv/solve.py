@@ -15,6 +15,7 @@ import signal
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -217,9 +218,35 @@ def _undefined_error(messages: list[str], known: set[tuple[str, int]]) -> str | 
     return None
 
 
+Signatures = frozenset[tuple[str, int]]
+_SHOW_LINE = re.compile(r"^#show\s+([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*\.\s*$", re.M)
+
+
+@lru_cache(maxsize=32)
+def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
+    """A shipped rule file's text without its `#show` lines for the `hide` signatures."""
+    text = Path(path).read_text(encoding="utf-8")
+    return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
+
+
+def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
+                ) -> None:
+    """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
+    caller does not read: they cost a Python object per atom, quadratically many for
+    region/2 on deep nests)."""
+    shipped = rules_dir().resolve()
+    for path in rule_files:
+        if hide and Path(path).resolve().parent == shipped:
+            text = _without_shows(str(path), Path(path).stat().st_mtime_ns, hide)
+            control.add("base", [], text)
+        else:
+            control.load(str(path))
+
+
 def _ground_and_solve(rule_files: list[Path | str], program: str,
                       show: list[tuple[str, int]] | None,
-                      known: set[tuple[str, int]] | None) -> SolveResult:
+                      known: set[tuple[str, int]] | None,
+                      hide: Signatures = frozenset()) -> SolveResult:
     """One clingo run: the shown symbols of the first model, times and counts (see `solve`)."""
     messages: list[str] = []
     undefined: list[str] = []
@@ -237,8 +264,7 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
     control = clingo.Control(["--warn=none"] if quiet else [], logger=logger,
                              message_limit=20 if quiet else 1000)
     try:
-        for path in rule_files:
-            control.load(str(path))
+        _load_rules(control, rule_files, hide)
         control.add("base", [], program)
         if show is not None:
             control.add("base", [], "".join(f"#show {n}/{a}.\n" for n, a in show))
@@ -304,12 +330,13 @@ def _cap_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _child_outcome(rule_files, program, show, known, megabytes: int) -> tuple:
+def _child_outcome(rule_files, program, show, known, megabytes: int,
+                   hide: Signatures = frozenset()) -> tuple:
     """What a limited run sends back: ("ok", times, counts, shown atoms as text),
     ("rule", message) or ("memory",)."""
     try:
         _cap_memory(megabytes)
-        result = _ground_and_solve(rule_files, program, show, known)
+        result = _ground_and_solve(rule_files, program, show, known, hide)
     except RuleError as error:
         if "bad_alloc" in str(error):
             return ("memory",)
@@ -339,7 +366,7 @@ def _read_until(fd: int, deadline: float | None) -> bytes | None:
 def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               show: list[tuple[str, int]] | None,
                               known: set[tuple[str, int]] | None,
-                              budget: Budget) -> SolveResult:
+                              budget: Budget, hide: Signatures = frozenset()) -> SolveResult:
     """`_ground_and_solve` in a child process under the budget; RuleError naming the
     user's rule files when it runs out of time or memory."""
     names = ", ".join(users_rule_files(rule_files)) or "rules"
@@ -350,7 +377,7 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
         try:
             os.close(read_fd)
             data = pickle.dumps(_child_outcome(rule_files, program, show, known,
-                                               budget.megabytes))
+                                               budget.megabytes, hide))
             with os.fdopen(write_fd, "wb") as out:
                 out.write(data)
         except BaseException:  # noqa: BLE001 - the parent reports a silent child
@@ -390,7 +417,7 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
 def solve(rule_files: list[Path | str], facts: str, extra: str = "",
           show: list[tuple[str, int]] | None = None,
           known: set[tuple[str, int]] | None = None,
-          budget: Budget | None = None) -> SolveResult:
+          budget: Budget | None = None, hide: Signatures = frozenset()) -> SolveResult:
     """Ground and solve facts with the rule files; return the atoms of the first model.
 
     With `known` (the signatures a user's rule may read without defining them: the input
@@ -398,14 +425,16 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     is an error (a misspelt relation), reported at the user's file:line:col.
 
     `budget` limits time and memory (`Budget`); by default a run with a user's rule file
-    gets `DEFAULT_BUDGET` and a run of the shipped rules none.
+    gets `DEFAULT_BUDGET` and a run of the shipped rules none. `hide`: relations that
+    shipped rule files `#show` but the caller does not need.
     """
     if budget is None:
         budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
     if budget.limited:
-        result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget)
+        result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
+                                           hide)
     else:
-        result = _ground_and_solve(rule_files, facts + extra, show, known)
+        result = _ground_and_solve(rule_files, facts + extra, show, known, hide)
     for symbol in result.symbols:
         name, arguments = _atom(symbol)
         result.atoms[name].append(arguments)
@@ -429,7 +458,7 @@ def namespace(index: int) -> str:
 
 
 def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: str = "",
-                   ) -> dict[int, SolveResult]:
+                   hide: Signatures = frozenset()) -> dict[int, SolveResult]:
     """Solve the facts of several kernels in one clingo run; one result per kernel.
 
     `facts[i]` must name every block, loop and variable with `namespace(i)` in front
@@ -441,7 +470,7 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     measures them for the whole run). `NotSeparable` when a shown atom names no kernel,
     names two, or has nested terms.
     """
-    result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None)
+    result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
     results = {i: SolveResult() for i in facts}
     for symbol in result.symbols:
         text = str(symbol)

@@ -43,6 +43,12 @@ from gpudiv.ssa import SSAForm, build_ssa
 # program (about 2,000 to 4,000 IR instructions of facts).
 JOINT_FACTS_LIMIT = 400_000
 
+# Relations rules/cfg.lp shows for users (`gpudiv solve`, `gpudiv facts --derived`) that no
+# analysis reads: a deep nest of branches has quadratically many of them, and turning each
+# into a Python object took most of the analysis time (issue 17, item 8).
+UNREAD_RELATIONS: frozenset[tuple[str, int]] = frozenset({("region", 2),
+                                                          ("control_dependent", 2)})
+
 # name, kernel, SSA form, solved atoms, timings (ms) → the kernel's result
 BuildResult = Callable[[str, ir.Kernel, SSAForm, SolveResult, dict[str, float]], KernelResult]
 
@@ -160,7 +166,8 @@ class Analysis:
     def _solve_together(self, facts: dict[int, str]) -> dict[int, SolveResult] | None:
         """One clingo run for a group of kernels; None when they must be solved alone."""
         try:
-            return solve_together(list(self.rule_files), facts, self.extra)
+            return solve_together(list(self.rule_files), facts, self.extra,
+                                  UNREAD_RELATIONS)
         except (RuleError, NotSeparable):
             return None
 
@@ -169,7 +176,7 @@ class Analysis:
         p.facts, p.timing["facts"] = timed_facts(p.ssa, relations=self.relations)
         try:
             return self._result(p, solve(list(self.rule_files), p.facts, self.extra,
-                                         budget=self.budget))
+                                         budget=self.budget, hide=UNREAD_RELATIONS))
         except RuleError as error:
             return error
 
