@@ -29,7 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from size_inputs import SHAPES, SUFFIX  # noqa: E402
 
-DEFAULT_SIZES = {"nested_ifs": (250, 500, 1000, 2000), "straight_line": (25_000, 50_000, 100_000, 200_000),
+DEFAULT_SIZES = {"nested_ifs": (250, 500, 1000, 2000),
+                 "straight_line": (25_000, 50_000, 100_000, 200_000),
                  "brx_switch": (500, 1000, 2000, 4000), "big_ptx": (250, 500, 1000, 2000)}
 STAGES = ("parse", "ssa", "facts", "ground", "solve", "other", "total")
 

@@ -46,7 +46,7 @@ def straight_line(size: int) -> str:
 def brx_switch(targets: int) -> str:
     """A PTX kernel with one `brx.idx` over `targets` cases."""
     names = ", ".join(f"L{i}" for i in range(targets))
-    body = [f".visible .entry sw(.param .u64 out)\n{{",
+    body = [".visible .entry sw(.param .u64 out)\n{",
             "\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<4>;",
             "\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd2, %rd1;",
             "\tmov.u32 %r1, %tid.x;",

@@ -20,6 +20,7 @@ import networkx as nx
 
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, ControlFlowGraph
+from gpudiv.dominators import dominance_frontiers
 
 
 @dataclass
@@ -161,7 +162,7 @@ def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
 def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                 live_in: dict[str, set[str]]) -> dict[str, list[str]]:
     """Source variables that need a φ at each block (pruned by liveness)."""
-    frontier = nx.dominance_frontiers(cfg.graph, ENTRY)
+    frontier = dominance_frontiers(cfg.graph, ENTRY, cfg.idom)
     phis: dict[str, list[str]] = {}
     for var, blocks in sorted(def_blocks.items()):
         work = list(blocks)
