@@ -430,7 +430,7 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     """
     if budget is None:
         budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
-    if budget.limited:
+    if budget.limited and hasattr(os, "fork"):  # no limits where processes cannot fork
         result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
                                            hide)
     else:
