@@ -1,4 +1,4 @@
-"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`.
+"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`, `random`.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`.)
 
@@ -21,9 +21,11 @@ from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
 from gpudiv.explain import register as register_explain
+from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run_kernel
 from gpudiv.load import LoadError, load
 from gpudiv.report import check_json, render_check
+from gpudiv.transform_cli import register as register_transform
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
 
@@ -143,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_report_commands(sub)
     register_explain(sub)
     register_compare(sub)
+    register_random(sub)
+    register_transform(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
     run.add_argument("file")
