@@ -4,6 +4,7 @@ atoms and blocks, or run under a memory limit."""
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
@@ -126,7 +127,9 @@ def test_deep_nest_is_refused_within_bounded_memory(tmp_path):
     path.write_text(nested_ifs(1500))
     done = subprocess.run([sys.executable, "-m", "gpudiv.cli", "analyze", "--brief",
                            str(path)], capture_output=True, text=True, timeout=600,
-                          preexec_fn=_limit_memory, check=False)
+                          preexec_fn=_limit_memory, check=False,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1",
+                               "OMP_NUM_THREADS": "1"})  # thread arenas count as address space
     assert done.returncode == 2, done.stderr
     assert "kernel nest: too large to analyse" in done.stderr
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
