@@ -11,7 +11,8 @@ Typical use::
 __version__ = "0.1.0"
 
 __all__ = ["FileAnalysis", "analyze", "analyze_corpus", "analyze_text", "check",
-           "export_facts", "load", "print_program", "solve_rules", "transform", "__version__"]
+           "export_facts", "load", "print_program", "solve_rules", "transform", "Budget",
+           "__version__"]
 
 # Public name → (module, attribute), imported on first use.
 _LAZY = {
@@ -24,6 +25,7 @@ _LAZY = {
     "solve_rules": ("gpudiv.experiment", "run_rules"),
     "transform": ("gpudiv.verify.transform_check", "transform"),
     "print_program": ("gpudiv.printers", "print_program"),
+    "Budget": ("gpudiv.solve", "Budget"),
 }
 
 # `load` is imported eagerly: the name must be the function even after something imports

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from gpudiv import ir
+from gpudiv.dominators import immediate_dominators
 
 ENTRY = "^entry"
 EXIT = "^exit"
@@ -167,8 +168,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     synthetic: dict[str, str] = {}
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
-    idom = nx.immediate_dominators(graph, ENTRY)
-    ipdom = nx.immediate_dominators(pdom_graph.reverse(copy=False), EXIT)
+    idom = immediate_dominators(graph, ENTRY)
+    ipdom = immediate_dominators(pdom_graph.reverse(copy=False), EXIT)
     idom.pop(ENTRY, None)
     ipdom.pop(EXIT, None)
     doomed = _doomed_blocks(kernel, pdom_graph)
@@ -211,7 +212,7 @@ def _sync_post_dominators(pdom_graph: nx.DiGraph, ipdom: dict[str, str],
     if not doomed:
         return dict(ipdom)
     living = pdom_graph.subgraph(n for n in pdom_graph.nodes if n not in doomed)
-    sync = nx.immediate_dominators(living.reverse(copy=False), EXIT)
+    sync = immediate_dominators(living.reverse(copy=False), EXIT)
     sync.pop(EXIT, None)
     return {n: sync.get(n, post) for n, post in ipdom.items()}
 
@@ -323,3 +324,33 @@ def _dedicated_exits(graph: nx.DiGraph, pdom_graph: nx.DiGraph, loops: dict[str,
                     other.blocks.add(split)
             exits[loop.name].append(split)
     return exits
+
+
+def region_work(cfg: ControlFlowGraph) -> int:
+    """An upper bound of what the rules walk to find the join points of every branch: per
+    branch, its number of successors times the blocks its immediate post-dominator
+    post-dominates (every block of a branch's influence region is among them).
+
+    Linear to compute; the ground program of rules/cfg.lp grows with it (quadratically
+    in the depth of a nest of branches), so the analysis refuses kernels where it is huge.
+    """
+    graph, ipdom = cfg.graph, cfg.ipdom
+    depth: dict[str, int] = {}
+    for node in ipdom:
+        chain = []
+        while node in ipdom and node not in depth:
+            chain.append(node)
+            node = ipdom[node]
+        base = depth.get(node, 0)
+        for offset, member in enumerate(reversed(chain), start=1):
+            depth[member] = base + offset
+    below = dict.fromkeys(graph.nodes, 1)
+    for node in sorted(depth, key=depth.__getitem__, reverse=True):
+        parent = ipdom[node]
+        below[parent] = below.get(parent, 1) + below.get(node, 1)
+    work = 0
+    for node in graph.nodes:
+        fan_out = graph.out_degree(node)
+        if fan_out > 1 and node in ipdom:
+            work += fan_out * (below.get(ipdom[node], 1) - 1)
+    return work

@@ -102,6 +102,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     kernel = program.kernel(choose_kernel(args.file, [k.name for k in program.kernels],
                                           args.kernel))
+    if args.max_steps < 0:
+        raise CommandError("error: --max-steps must be 0 or more")
     if program.language == "ptx":  # grids of blocks, typed arguments: gpudiv.ptxrun
         return ptxrun.run_command(args, args.file, kernel)
     params = _parse_assignments(args.param, "parameter")
@@ -119,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 args.format)
     try:
         result = run_kernel(kernel, config, trace=args.trace)
-    except ExecutionError as error:
+    except (ExecutionError, ValueError) as error:  # ValueError: a launch that cannot run
         print(f"{args.file}: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     counters = result.counters

@@ -37,7 +37,7 @@ from gpudiv.export import ExportError, export, plain
 from gpudiv.launch_shape import BlockShape, parse_block
 from gpudiv.load import LoadError
 from gpudiv.schema import documented_relations, shipped_rule_files
-from gpudiv.solve import RuleError
+from gpudiv.solve import DEFAULT_SOLVE_MEMORY_MB, DEFAULT_SOLVE_TIMEOUT_S, Budget, RuleError
 
 EXIT_OK, EXIT_ERROR = 0, 2
 ANALYZE_FORMATS = ("text", "json", "sarif", "html")
@@ -66,6 +66,28 @@ def choose_kernel(path: str, names: list[str], wanted: str | None) -> str:
         raise CommandError(f"{path}: error: no kernel '{wanted}' "
                            f"(kernels: {', '.join(names) or 'none'})")
     return wanted
+
+
+def add_rule_file_options(parser: argparse.ArgumentParser) -> None:
+    """`--solve-timeout`, `--solve-memory` and `--no-scripts` for commands that load users'
+    rule files."""
+    parser.add_argument("--solve-timeout", type=float, default=DEFAULT_SOLVE_TIMEOUT_S,
+                        metavar="SECONDS", help="give up on a clingo run with your rules "
+                        f"after this long (default {DEFAULT_SOLVE_TIMEOUT_S:g}; 0: no limit)")
+    parser.add_argument("--solve-memory", type=int, default=DEFAULT_SOLVE_MEMORY_MB,
+                        metavar="MIB", help="memory a clingo run with your rules may use "
+                        f"(default {DEFAULT_SOLVE_MEMORY_MB}; 0: no limit)")
+    parser.add_argument("--no-scripts", action="store_true",
+                        help="refuse rule files with #script blocks (they run arbitrary "
+                             "code), e.g. for rules you did not write")
+
+
+def rule_budget(args: argparse.Namespace) -> Budget:
+    """The budget the `add_rule_file_options` options ask for."""
+    if args.solve_timeout < 0 or args.solve_memory < 0:
+        raise CommandError("error: --solve-timeout and --solve-memory must be 0 (no limit) "
+                           "or more")
+    return Budget(args.solve_timeout, args.solve_memory)
 
 
 def one_line_errors(handler: Callable[[argparse.Namespace], int]
@@ -320,7 +342,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from gpudiv.experiment import run_rules
 
     run = run_rules(args.file, args.rules, not args.no_default_rules, args.show,
-                    args.analysis, args.kernel)
+                    args.analysis, args.kernel, rule_budget(args), not args.no_scripts)
     for d in run.diagnostics:
         print(str(d), file=sys.stderr)
     if args.format == "json":
@@ -419,6 +441,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--analysis", choices=sorted(ANALYSES),
                        help="default rules: only this analysis' rule files (default: all "
                             "shipped rule files)")
+    add_rule_file_options(solve)
     solve.set_defaults(handler=cmd_solve)
 
     rules = sub.add_parser("rules", help="list the shipped rule files and what they derive")

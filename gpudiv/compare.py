@@ -30,12 +30,15 @@ from gpudiv.commands import (
     EXIT_OK,
     CommandError,
     add_block_option,
+    add_rule_file_options,
     block_option,
     one_line_errors,
+    rule_budget,
 )
 from gpudiv.launch_shape import BlockShape
 from gpudiv.load import load
-from gpudiv.solve import RuleError
+from gpudiv.rulefile import check_rule_file
+from gpudiv.solve import Budget, RuleError
 
 DEFAULT_VARIANTS = ("simple", "affine", "affine2")
 
@@ -50,22 +53,27 @@ class KernelComparison:
     differences: list[dict] = field(default_factory=list)
 
 
-def _rules_driver(name: str, rules: Path) -> Analysis:
-    if not rules.is_file():
-        raise CommandError(f"{rules}: error: no such rule file")
-    return affine_analysis.analysis(name, 2, extra_rules=(str(rules),))
+def _rules_driver(name: str, rules: Path, budget: Budget | None,
+                  allow_scripts: bool) -> Analysis:
+    try:
+        check_rule_file(rules, allow_scripts)
+    except RuleError as error:
+        raise CommandError(str(error)) from None
+    return affine_analysis.analysis(name, 2, extra_rules=(str(rules),), budget=budget)
 
 
 def variants_of(analyses: list[str] | None, rules: list[str] | None,
-                block: BlockShape | None = None) -> dict[str, Callable]:
+                block: BlockShape | None = None, budget: Budget | None = None,
+                allow_scripts: bool = True) -> dict[str, Callable]:
     """Variant name → driver (a kernel → its result): the analyses, then
-    `affine2+FILE.lp` for each rule file; with a block shape, each again as `NAME@SHAPE`."""
+    `affine2+FILE.lp` for each rule file (solved under `budget`; `allow_scripts=False`
+    refuses files with `#script`); with a block shape, each again as `NAME@SHAPE`."""
     drivers: dict[str, Analysis] = {name: get_analysis(name)
                                     for name in analyses or DEFAULT_VARIANTS}
     for path in rules or []:
         name = f"affine2+{Path(path).name}"
         name = name if name not in drivers else f"affine2+{path}"
-        drivers[name] = _rules_driver(name, Path(path))
+        drivers[name] = _rules_driver(name, Path(path), budget, allow_scripts)
     variants: dict[str, Callable] = dict(drivers)
     if block is not None:
         for name, driver in drivers.items():
@@ -145,7 +153,8 @@ def render_text(comparisons: list[KernelComparison], variants: list[str]) -> str
 @one_line_errors
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare analysis variants on files."""
-    drivers = variants_of(args.analysis, args.rules, block_option(args))
+    drivers = variants_of(args.analysis, args.rules, block_option(args), rule_budget(args),
+                          not args.no_scripts)
     comparisons = compare(args.files, drivers)
     variants = list(drivers)
     if args.format == "json":
@@ -169,4 +178,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a variant: affine2 with this rule file added (repeat)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     add_block_option(parser)
+    add_rule_file_options(parser)
     parser.set_defaults(handler=cmd_compare)

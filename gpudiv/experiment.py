@@ -29,8 +29,9 @@ from gpudiv.export import analysis_rule_files
 from gpudiv.facts import RELATIONS, facts_text
 from gpudiv.launch_shape import kernel_shape
 from gpudiv.load import load
+from gpudiv.rulefile import check_rule_file
 from gpudiv.schema import shipped_rule_files, shown_relations
-from gpudiv.solve import RuleError, _format_messages, rules_dir, shipped_rule, solve
+from gpudiv.solve import Budget, RuleError, _format_messages, rules_dir, shipped_rule, solve
 
 _SIGNATURE = re.compile(r"^\s*([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*$")
 
@@ -107,17 +108,11 @@ def _head_signatures(statement: clingo.ast.AST
     return found
 
 
-def read_user_rules(path: str | Path) -> UserRules:
-    """Check that a user's rule file exists and parses; what it defines and shows."""
+def read_user_rules(path: str | Path, allow_scripts: bool = True) -> UserRules:
+    """Check that a user's rule file can be given to clingo (`gpudiv.rulefile`) and
+    parses; what it defines and shows."""
     path = Path(path)
-    if not path.exists():
-        raise RuleError(f"{path}: error: no such rule file")
-    if path.is_dir():
-        raise RuleError(f"{path}: error: is a directory, not a rule file")
-    try:
-        path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise RuleError(f"{path}: error: cannot read the rule file: {error}") from None
+    check_rule_file(path, allow_scripts)
     rules = UserRules(path)
     messages: list[str] = []
 
@@ -156,9 +151,13 @@ def _hint(error: RuleError, default_rules: bool) -> RuleError:
 
 def run_rules(path: str | Path, rules: list[str | Path] | None = None,
               default_rules: bool = True, show: list[str] | None = None,
-              analysis: str | None = None, kernel: str | None = None) -> SolveRun:
-    """Solve every kernel (or one) of a file with the chosen rules; see the module doc."""
-    users = [read_user_rules(r) for r in rules or []]
+              analysis: str | None = None, kernel: str | None = None,
+              budget: Budget | None = None, allow_scripts: bool = True) -> SolveRun:
+    """Solve every kernel (or one) of a file with the chosen rules; see the module doc.
+
+    `budget` limits each clingo run with users' rules (default `gpudiv.solve.DEFAULT_BUDGET`);
+    `allow_scripts=False` refuses rule files with `#script` blocks."""
+    users = [read_user_rules(r, allow_scripts) for r in rules or []]
     if not default_rules:
         shipped = []
     elif analysis is None:
@@ -193,7 +192,7 @@ def run_rules(path: str | Path, rules: list[str | Path] | None = None,
     for k in kernels:
         facts = facts_text(prepare(k)[0], shape=kernel_shape(k, None)[0])
         try:
-            solved = solve(rule_files, facts, show=shown, known=known)
+            solved = solve(rule_files, facts, show=shown, known=known, budget=budget)
         except RuleError as error:
             raise _hint(error, default_rules) from None
         relations: dict[tuple[str, int], list[clingo.Symbol]] = {s: [] for s in shown}

@@ -32,6 +32,8 @@ def read_source(path: Path) -> str:
         raise LoadError(f"{path}: error: no such file")
     if path.is_dir():
         raise LoadError(f"{path}: error: is a directory")
+    if not path.is_file():  # a FIFO, socket or device would block or never end
+        raise LoadError(f"{path}: error: not a regular file")
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise LoadError(f"{path}: error: file too large ({size} bytes; limit {MAX_FILE_BYTES})")

@@ -17,6 +17,7 @@ with `--output-format json`).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -131,9 +132,26 @@ def bind(kernel: ir.Kernel, specs: list[str], seed: int) -> tuple[dict, dict[str
     return args, labels
 
 
+def check_output_dir(path: str) -> None:
+    """Fail before the run if `-o DIR` cannot hold the buffers: it must be a writable folder
+    or a name that can be created as one."""
+    directory = Path(path)
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is not a folder" if existing == directory else f"'{existing}' is not a folder"
+        raise ArgumentError(f"{path}: error: cannot write the buffers here: {what}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ArgumentError(f"{path}: error: cannot write the buffers here: "
+                            f"'{existing}' is not writable")
+
+
 def run_command(args, path: str, kernel: ir.Kernel) -> int:
     """Run a PTX kernel as `gpudiv run` asks; 0, or 2 after a one-line error."""
     try:
+        if args.output:
+            check_output_dir(args.output)
         grid = parse_dims(args.grid, "grid")
         block = parse_dims(args.block, "block")
         values, labels = bind(kernel, args.arg, args.seed)
@@ -157,7 +175,12 @@ def run_command(args, path: str, kernel: ir.Kernel) -> int:
         return 2
     outputs = {labels[name]: array for name, array in result.buffers.items()}
     if args.output:
-        _write(Path(args.output), outputs, args.output_format)
+        try:
+            _write(Path(args.output), outputs, args.output_format)
+        except OSError as error:
+            print(f"{args.output}: error: cannot write the buffers: "
+                  f"{error.strerror or error}", file=sys.stderr)
+            return 2
     counters = result.counters
     summary = {
         "kernel": kernel.name, "grid": list(grid), "block": list(block),

@@ -7,10 +7,15 @@ files come back as `RuleError` with the file, line and column clingo reported.
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
+import select
+import signal
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -19,6 +24,33 @@ import clingo
 
 class RuleError(Exception):
     """A rule file that does not parse or ground; the message is one `file:line:col:` line."""
+
+
+# Default limits on a clingo run with a user's rule file: a rule file is a program, and one
+# line (`big(X) :- X = 1..100000000.`) can ground for minutes and take gigabytes.
+DEFAULT_SOLVE_TIMEOUT_S = 180.0
+DEFAULT_SOLVE_MEMORY_MB = 4096
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on one clingo run: wall-clock seconds and MiB of memory (0: no limit).
+
+    A limited run grounds and solves in a child process (`os.fork`) whose address space
+    is capped, so that neither a runaway grounding nor clingo running out of memory can
+    take the caller down."""
+
+    seconds: float = DEFAULT_SOLVE_TIMEOUT_S
+    megabytes: int = DEFAULT_SOLVE_MEMORY_MB
+
+    @property
+    def limited(self) -> bool:
+        """Whether any limit applies."""
+        return self.seconds > 0 or self.megabytes > 0
+
+
+DEFAULT_BUDGET = Budget()
+UNLIMITED = Budget(0, 0)
 
 
 @dataclass
@@ -186,9 +218,35 @@ def _undefined_error(messages: list[str], known: set[tuple[str, int]]) -> str | 
     return None
 
 
+Signatures = frozenset[tuple[str, int]]
+_SHOW_LINE = re.compile(r"^#show\s+([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*\.\s*$", re.M)
+
+
+@lru_cache(maxsize=32)
+def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
+    """A shipped rule file's text without its `#show` lines for the `hide` signatures."""
+    text = Path(path).read_text(encoding="utf-8")
+    return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
+
+
+def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
+                ) -> None:
+    """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
+    caller does not read: they cost a Python object per atom, quadratically many for
+    region/2 on deep nests)."""
+    shipped = rules_dir().resolve()
+    for path in rule_files:
+        if hide and Path(path).resolve().parent == shipped:
+            text = _without_shows(str(path), Path(path).stat().st_mtime_ns, hide)
+            control.add("base", [], text)
+        else:
+            control.load(str(path))
+
+
 def _ground_and_solve(rule_files: list[Path | str], program: str,
                       show: list[tuple[str, int]] | None,
-                      known: set[tuple[str, int]] | None) -> SolveResult:
+                      known: set[tuple[str, int]] | None,
+                      hide: Signatures = frozenset()) -> SolveResult:
     """One clingo run: the shown symbols of the first model, times and counts (see `solve`)."""
     messages: list[str] = []
     undefined: list[str] = []
@@ -206,8 +264,7 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
     control = clingo.Control(["--warn=none"] if quiet else [], logger=logger,
                              message_limit=20 if quiet else 1000)
     try:
-        for path in rule_files:
-            control.load(str(path))
+        _load_rules(control, rule_files, hide)
         control.add("base", [], program)
         if show is not None:
             control.add("base", [], "".join(f"#show {n}/{a}.\n" for n, a in show))
@@ -245,16 +302,139 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
     return result
 
 
+def users_rule_files(rule_files: list[Path | str]) -> list[str]:
+    """The rule files that are not shipped ones (the user's)."""
+    shipped = rules_dir().resolve()
+    return [str(p) for p in rule_files if Path(p).resolve().parent != shipped]
+
+
+def _memory_in_use() -> int:
+    """Bytes of address space this process maps now (0 where /proc is missing)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _cap_memory(megabytes: int) -> None:
+    """In the child: cap the address space at what it maps now plus `megabytes` MiB."""
+    import resource
+
+    if megabytes <= 0:
+        return
+    limit = _memory_in_use() + megabytes * 2**20
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _child_outcome(rule_files, program, show, known, megabytes: int,
+                   hide: Signatures = frozenset()) -> tuple:
+    """What a limited run sends back: ("ok", times, counts, shown atoms as text),
+    ("rule", message) or ("memory",)."""
+    try:
+        _cap_memory(megabytes)
+        result = _ground_and_solve(rule_files, program, show, known, hide)
+    except RuleError as error:
+        if "bad_alloc" in str(error):
+            return ("memory",)
+        return ("rule", str(error))
+    except MemoryError:
+        return ("memory",)
+    except RuntimeError as error:  # clingo's own failures, std::bad_alloc among them
+        return ("memory",) if "bad_alloc" in str(error) else ("rule", f"error: {error}")
+    return ("ok", result.ground_ms, result.solve_ms, result.atom_count, result.rule_count,
+            [str(s) for s in result.symbols])
+
+
+def _read_until(fd: int, deadline: float | None) -> bytes | None:
+    """Everything written to a pipe until its end, or None when the deadline passes."""
+    chunks = []
+    while True:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([fd], [], [], wait)
+        if not ready:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
+                              show: list[tuple[str, int]] | None,
+                              known: set[tuple[str, int]] | None,
+                              budget: Budget, hide: Signatures = frozenset()) -> SolveResult:
+    """`_ground_and_solve` in a child process under the budget; RuleError naming the
+    user's rule files when it runs out of time or memory."""
+    names = ", ".join(users_rule_files(rule_files)) or "rules"
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: solve, send the outcome, leave without cleanup handlers
+        code = 0
+        try:
+            os.close(read_fd)
+            data = pickle.dumps(_child_outcome(rule_files, program, show, known,
+                                               budget.megabytes, hide))
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(data)
+        except BaseException:  # noqa: BLE001 - the parent reports a silent child
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    deadline = time.monotonic() + budget.seconds if budget.seconds > 0 else None
+    try:
+        data = _read_until(read_fd, deadline)
+    finally:
+        os.close(read_fd)
+        if deadline is not None and time.monotonic() >= deadline:
+            os.kill(pid, signal.SIGKILL)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = 0
+    if data is None:
+        raise RuleError(f"{names}: error: grounding and solving did not finish within "
+                        f"{budget.seconds:g} s (raise the limit with --solve-timeout "
+                        "SECONDS, 0: none)")
+    outcome = pickle.loads(data) if data else ("crash", status)
+    if outcome[0] == "memory" or (outcome[0] == "crash" and budget.megabytes > 0):
+        raise RuleError(f"{names}: error: grounding and solving needed more than "
+                        f"{budget.megabytes} MiB of memory (raise the limit with "
+                        "--solve-memory MIB, 0: none)")
+    if outcome[0] == "crash":
+        raise RuleError(f"{names}: error: clingo stopped abnormally (status {status})")
+    if outcome[0] == "rule":
+        raise RuleError(outcome[1])
+    _, ground_ms, solve_ms, atom_count, rule_count, shown = outcome
+    return SolveResult(ground_ms=ground_ms, solve_ms=solve_ms, atom_count=atom_count,
+                       rule_count=rule_count, symbols=[clingo.parse_term(t) for t in shown])
+
+
 def solve(rule_files: list[Path | str], facts: str, extra: str = "",
           show: list[tuple[str, int]] | None = None,
-          known: set[tuple[str, int]] | None = None) -> SolveResult:
+          known: set[tuple[str, int]] | None = None,
+          budget: Budget | None = None, hide: Signatures = frozenset()) -> SolveResult:
     """Ground and solve facts with the rule files; return the atoms of the first model.
 
     With `known` (the signatures a user's rule may read without defining them: the input
     relations), an atom of a user's rule file over any other predicate that no rule derives
     is an error (a misspelt relation), reported at the user's file:line:col.
+
+    `budget` limits time and memory (`Budget`); by default a run with a user's rule file
+    gets `DEFAULT_BUDGET` and a run of the shipped rules none. `hide`: relations that
+    shipped rule files `#show` but the caller does not need.
     """
-    result = _ground_and_solve(rule_files, facts + extra, show, known)
+    if budget is None:
+        budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
+    if budget.limited and hasattr(os, "fork"):  # no limits where processes cannot fork
+        result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
+                                           hide)
+    else:
+        result = _ground_and_solve(rule_files, facts + extra, show, known, hide)
     for symbol in result.symbols:
         name, arguments = _atom(symbol)
         result.atoms[name].append(arguments)
@@ -278,7 +458,7 @@ def namespace(index: int) -> str:
 
 
 def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: str = "",
-                   ) -> dict[int, SolveResult]:
+                   hide: Signatures = frozenset()) -> dict[int, SolveResult]:
     """Solve the facts of several kernels in one clingo run; one result per kernel.
 
     `facts[i]` must name every block, loop and variable with `namespace(i)` in front
@@ -290,7 +470,7 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     measures them for the whole run). `NotSeparable` when a shown atom names no kernel,
     names two, or has nested terms.
     """
-    result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None)
+    result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
     results = {i: SolveResult() for i in facts}
     for symbol in result.symbols:
         text = str(symbol)

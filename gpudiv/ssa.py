@@ -20,6 +20,7 @@ import networkx as nx
 
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, ControlFlowGraph
+from gpudiv.dominators import dominance_frontiers
 
 
 @dataclass
@@ -163,13 +164,22 @@ def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
 
 def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                 live_in: dict[str, set[str]]) -> dict[str, list[str]]:
-    """Source variables that need a φ at each block (pruned by liveness)."""
-    frontier = nx.dominance_frontiers(cfg.graph, ENTRY)
+    """Source variables that need a φ at each block (pruned by liveness).
+
+    A variable live on entry to no block (a temporary used where it is defined) needs no
+    φ, and its walk over the iterated frontier is skipped: in a nest of n `if`s each
+    condition's frontier is the n joins around it, which made this quadratic."""
+    frontier = dominance_frontiers(cfg.graph, ENTRY, cfg.idom)
+    live_blocks: dict[str, int] = {}
+    for names in live_in.values():
+        for name in names:
+            live_blocks[name] = live_blocks.get(name, 0) + 1
     phis: dict[str, list[str]] = {}
     for var, blocks in sorted(def_blocks.items()):
-        work = list(blocks)
+        unplaced = live_blocks.get(var, 0)  # blocks where a φ of var may still be needed
+        work = list(blocks) if unplaced else []
         placed: set[str] = set()
-        while work:
+        while work and unplaced:
             b = work.pop()
             for y in frontier.get(b, ()):
                 if y in placed:
@@ -177,6 +187,7 @@ def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                 placed.add(y)
                 if var in live_in.get(y, ()):
                     phis.setdefault(y, []).append(var)
+                    unplaced -= 1
                 if y not in blocks:
                     work.append(y)
     return phis

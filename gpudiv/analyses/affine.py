@@ -24,7 +24,7 @@ from gpudiv.analyses.results import (
     undefined_variable_warnings,
 )
 from gpudiv.analyses.simple import HIDDEN_KINDS, _gates, first_reasons, joins_by_block
-from gpudiv.solve import SolveResult, shipped_rule
+from gpudiv.solve import Budget, SolveResult, shipped_rule
 from gpudiv.ssa import SSAForm
 
 RULE_FILES = ("cfg.lp", "affine.lp")
@@ -87,16 +87,19 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
 
 
 def analysis(name: str = "affine", degree: int = 1, options: Mapping[str, bool] | None = None,
-             extra_rules: tuple[str, ...] = ()) -> Analysis:
-    """An affine analysis as a driver (`Analysis.run` for many kernels at once)."""
+             extra_rules: tuple[str, ...] = (), budget: Budget | None = None) -> Analysis:
+    """An affine analysis as a driver (`Analysis.run` for many kernels at once); `budget`
+    limits the clingo runs (`gpudiv.solve.Budget`; default: only with `extra_rules`)."""
     if degree not in DEGREE_RULES:
         raise ValueError(f"unsupported degree {degree} (1 or 2)")
     files = tuple(shipped_rule(f) for f in RULE_FILES + DEGREE_RULES[degree]) + extra_rules
-    return Analysis(name, files, partial(build_result, degree=degree), option_facts(options))
+    return Analysis(name, files, partial(build_result, degree=degree), option_facts(options),
+                    budget)
 
 
 def analyze_kernel(kernel: ir.Kernel, name: str = "affine", degree: int = 1,
                    options: Mapping[str, bool] | None = None,
-                   extra_rules: tuple[str, ...] = ()) -> KernelResult:
+                   extra_rules: tuple[str, ...] = (), budget: Budget | None = None
+                   ) -> KernelResult:
     """Run the affine divergence analysis of the given degree on one kernel."""
-    return analysis(name, degree, options, extra_rules)(kernel)
+    return analysis(name, degree, options, extra_rules, budget)(kernel)

@@ -22,12 +22,13 @@ from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.analyses.results import KernelResult
-from gpudiv.cfg import build_cfg
+from gpudiv.cfg import build_cfg, region_work
 from gpudiv.facts import RELATIONS, facts_text
 from gpudiv.launch_shape import BlockShape, kernel_shape
 from gpudiv.perf import paused_gc
 from gpudiv.solve import (
     NAMESPACE_MARK,
+    Budget,
     NotSeparable,
     RuleError,
     SolveResult,
@@ -44,8 +45,56 @@ from gpudiv.stack_slots import promote_ssa
 # program (about 2,000 to 4,000 IR instructions of facts).
 JOINT_FACTS_LIMIT = 400_000
 
+# Relations rules/cfg.lp shows for users (`gpudiv solve`, `gpudiv facts --derived`) that no
+# analysis reads: a deep nest of branches has quadratically many of them, and turning each
+# into a Python object took most of the analysis time (issue 17, item 8).
+UNREAD_RELATIONS: frozenset[tuple[str, int]] = frozenset({("region", 2),
+                                                          ("control_dependent", 2)})
+
 # name, kernel, SSA form, solved atoms, timings (ms) → the kernel's result
 BuildResult = Callable[[str, ir.Kernel, SSAForm, SolveResult, dict[str, float]], KernelResult]
+
+
+# Kernels the analysis gives up on, before building anything that grows with them
+# (issue 17, item 8): more IR instructions than this (a 200,000-instruction kernel took
+# 2 GB), or a `region_work` above this (a nest of 2,000 `if`s, 8 million, took 3.2 GB).
+MAX_KERNEL_INSTRUCTIONS = 250_000
+MAX_REGION_WORK = 4_000_000
+
+
+class SizeLimit(RuleError):
+    """A kernel too large to analyse within the memory gpudiv allows itself."""
+
+
+def size_problem(kernel: ir.Kernel, cfg=None) -> SizeLimit | None:
+    """Why the kernel is too large to analyse (without its CFG: only its length), or None."""
+    if kernel.instruction_count > MAX_KERNEL_INSTRUCTIONS:
+        return SizeLimit(f"too large to analyse: {kernel.instruction_count} instructions "
+                         f"(at most {MAX_KERNEL_INSTRUCTIONS}); the kernel is skipped")
+    work = region_work(cfg) if cfg is not None else 0
+    if work > MAX_REGION_WORK:
+        return SizeLimit(f"too large to analyse: its branches' influence regions add up to "
+                         f"{work} blocks (at most {MAX_REGION_WORK}: join points of deeply "
+                         "nested branches take memory quadratic in the depth); the kernel "
+                         "is skipped")
+    return None
+
+
+def prepare_within_limits(kernel: ir.Kernel) -> tuple[SSAForm, float] | SizeLimit:
+    """`prepare` (stack slots promoted), or the `SizeLimit` the kernel exceeds (checked
+    before SSA is built)."""
+    problem = size_problem(kernel)
+    if problem is not None:
+        return problem
+    start = time.perf_counter()
+    with paused_gc():
+        cfg = build_cfg(kernel)
+        problem = size_problem(kernel, cfg)
+        if problem is not None:
+            return problem
+        ssa = build_ssa(cfg)
+        ssa = promote_ssa(ssa) or ssa
+    return ssa, (time.perf_counter() - start) * 1000
 
 
 def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
@@ -125,6 +174,8 @@ class Analysis:
     rule_files: tuple[Path | str, ...]
     build: BuildResult
     extra: str = ""
+    # Limits on clingo runs (None: gpudiv.solve's default, which limits only users' rules).
+    budget: Budget | None = None
 
     @cached_property
     def shares_runs(self) -> bool:
@@ -149,27 +200,43 @@ class Analysis:
 
     def run(self, kernels: list[ir.Kernel],
             block: BlockShape | None = None) -> list[KernelResult | RuleError]:
-        """Analyse kernels (e.g. all of a file); per kernel its result or its rule error.
-        `block`: the block shape of every launch (a kernel's `.reqntid` wins)."""
-        prepared = []
-        for kernel in kernels:
-            ssa, ssa_ms = prepare(kernel)
-            shape, warning = kernel_shape(kernel, block)
-            prepared.append(_Prepared(kernel, ssa, {"ssa": ssa_ms}, shape=shape,
-                                      shape_warning=warning))
+        """Analyse kernels (e.g. all of a file); per kernel its result or its rule error
+        (a `SizeLimit` for a kernel too large to analyse). `block`: the block shape of
+        every launch (a kernel's `.reqntid` wins).
+
+        With the cyclic garbage collector paused throughout: turning hundreds of thousands
+        of atoms into tuples and results made it rescan every live IR object again and
+        again (a 50,000-instruction kernel spent about half its time there)."""
+        with paused_gc():
+            return self._run(kernels, block)
+
+    def _run(self, kernels: list[ir.Kernel],
+             block: BlockShape | None) -> list[KernelResult | RuleError]:
+        """`run` without the garbage-collector pause."""
+        prepared: dict[int, _Prepared] = {}
         results: dict[int, KernelResult | RuleError] = {}
+        for i, kernel in enumerate(kernels):
+            outcome = prepare_within_limits(kernel)
+            if isinstance(outcome, SizeLimit):
+                results[i] = outcome
+                continue
+            ssa, ssa_ms = outcome
+            shape, warning = kernel_shape(kernel, block)
+            prepared[i] = _Prepared(kernel, ssa, {"ssa": ssa_ms}, shape=shape,
+                                    shape_warning=warning)
         if len(prepared) > 1 and self.shares_runs:
             for group in _groups(prepared, self.relations):
                 solved = self._solve_together({i: prepared[i].facts for i in group})
                 for i, own in (solved or {}).items():
                     results[i] = self._result(prepared[i], own)
-        return [results[i] if i in results else self._solve_alone(p)
-                for i, p in enumerate(prepared)]
+        return [results[i] if i in results else self._solve_alone(prepared[i])
+                for i in range(len(kernels))]
 
     def _solve_together(self, facts: dict[int, str]) -> dict[int, SolveResult] | None:
         """One clingo run for a group of kernels; None when they must be solved alone."""
         try:
-            return solve_together(list(self.rule_files), facts, self.extra)
+            return solve_together(list(self.rule_files), facts, self.extra,
+                                  UNREAD_RELATIONS)
         except (RuleError, NotSeparable):
             return None
 
@@ -178,7 +245,8 @@ class Analysis:
         p.facts, p.timing["facts"] = timed_facts(p.ssa, relations=self.relations,
                                                  shape=p.shape)
         try:
-            return self._result(p, solve(list(self.rule_files), p.facts, self.extra))
+            return self._result(p, solve(list(self.rule_files), p.facts, self.extra,
+                                         budget=self.budget, hide=UNREAD_RELATIONS))
         except RuleError as error:
             return error
 
@@ -197,13 +265,14 @@ def _separable(ssa: SSAForm) -> bool:
     return not any(NAMESPACE_MARK in name for name in names)
 
 
-def _groups(prepared: list[_Prepared], relations: frozenset[str] | None) -> list[list[int]]:
+def _groups(prepared: dict[int, _Prepared], relations: frozenset[str] | None
+            ) -> list[list[int]]:
     """Write the facts of every kernel that can share a run, with its index as namespace,
     and cut those kernels into groups of at most `JOINT_FACTS_LIMIT` characters of facts
     (a larger kernel is a group alone)."""
     groups: list[list[int]] = []
     size = 0
-    for i, p in enumerate(prepared):
+    for i, p in prepared.items():
         if not _separable(p.ssa):
             continue
         p.facts, p.timing["facts"] = timed_facts(p.ssa, namespace(i), relations, p.shape)

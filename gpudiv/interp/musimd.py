@@ -45,6 +45,10 @@ from gpudiv.interp.simt import (  # noqa: F401 - re-exported: the μ-SIMD machin
 SPECIAL_NAMES = ("tid", "laneid", "warpid", "ntid")
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+# Bytes a launch may allocate for registers and thread-private memory, checked up front.
+MAX_LAUNCH_BYTES = 2 * 1024**3
+_THREAD_OVERHEAD_BYTES = 128  # per thread: its local-memory dict, lane ids, specials
+_WARP_OVERHEAD_BYTES = 1024  # per warp: its reconvergence stack
 _EMPTY.flags.writeable = False
 
 
@@ -517,6 +521,14 @@ class _Machine:
                  observer: Observer | None, trace: bool) -> None:
         _check_config(config)
         self.kernel = kernel
+        names = self._register_names()
+        warps = -(-config.threads // config.warp_width)
+        need = (config.threads * (8 * (len(names) + len(SPECIAL_NAMES))
+                                  + _THREAD_OVERHEAD_BYTES) + warps * _WARP_OVERHEAD_BYTES)
+        if need > MAX_LAUNCH_BYTES:
+            raise ValueError(f"{config.threads} threads of kernel {kernel.name} need about "
+                             f"{need // 2**20} MiB of registers (at most "
+                             f"{MAX_LAUNCH_BYTES // 2**20} MiB): use fewer threads")
         self.config = config
         self.observer = observer
         self.tracing = trace
@@ -527,7 +539,7 @@ class _Machine:
         tids = np.arange(self.threads, dtype=np.int64)
         self.specials = {"tid": tids, "laneid": tids % width, "warpid": tids // width,
                          "ntid": np.full(self.threads, self.threads, dtype=np.int64)}
-        self.regs = self._registers()
+        self.regs = self._registers(names)
         self.shared = {int(k): int(wrap(v)) for k, v in config.shared.items()}
         self.local: list[dict[int, int]] = [{} for _ in range(self.threads)]
         self.counters = Counters(warp_width=width)
@@ -551,14 +563,18 @@ class _Machine:
             return _GroupControl(lanes, self.counters, mimd=policy == "mimd")
         return _PdomControl(lanes, self.counters)
 
-    def _registers(self) -> dict[str, np.ndarray]:
-        """One zeroed array per variable of the kernel; parameters preset in every thread."""
+    def _register_names(self) -> list[str]:
+        """Every variable of the kernel, parameters first, each once."""
         names = list(self.kernel.params)
         for instr in self.kernel.instructions():
             names.extend(instr.used_vars)
             if instr.dest is not None:
                 names.append(instr.dest)
-        regs = {name: np.zeros(self.threads, dtype=np.int64) for name in dict.fromkeys(names)}
+        return list(dict.fromkeys(names))
+
+    def _registers(self, names: list[str]) -> dict[str, np.ndarray]:
+        """One zeroed array per variable of the kernel; parameters preset in every thread."""
+        regs = {name: np.zeros(self.threads, dtype=np.int64) for name in names}
         for name in self.kernel.params:
             regs[name][:] = wrap(int(self.config.params.get(name, 0)))
         return regs

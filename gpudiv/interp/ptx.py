@@ -92,6 +92,12 @@ WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "const": CONST_WINDOW
            "param": PARAM_WINDOW}
 RED_ZONE = 256
 MAX_THREADS = 1024
+# CUDA's limits on launch shapes (grid x, y, z; block x, y, z).
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+# Bytes a launch may allocate (registers, local, shared and global memory), checked
+# before anything is allocated.
+MAX_LAUNCH_BYTES = 2 * 1024**3
 MAX_SHARED = 228 * 1024
 MAX_LOCAL = 512 * 1024
 
@@ -289,6 +295,12 @@ def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
             raise ValueError(f"{what} dimensions must be three positive integers")
     if launch.threads > MAX_THREADS:
         raise ValueError(f"a block has at most {MAX_THREADS} threads (got {launch.threads})")
+    for what, dims, limits in (("grid", launch.grid, MAX_GRID),
+                               ("block", launch.block, MAX_BLOCK)):
+        for axis, d, limit in zip("xyz", dims, limits, strict=True):
+            if int(d) > limit:
+                raise ValueError(f"{what} {axis} dimension {d} is larger than CUDA's "
+                                 f"limit {limit}")
     if launch.max_steps < 0:
         raise ValueError("max_steps must not be negative")
     if launch.dynamic_shared < 0:
@@ -392,6 +404,8 @@ class _Global(_Region):
         k = bisect.bisect_right(self.starts, lo) - 1
         if k >= 0 and hi + size <= self.ends[k] and lo >= self.starts[k]:
             return offsets, None
+        if not self.starts:  # no allocation at all (e.g. a number given for a pointer)
+            return offsets, np.ones(offsets.shape, dtype=bool)
         starts = np.asarray(self.starts, dtype=np.int64)
         ends = np.asarray(self.ends, dtype=np.int64)
         index = np.searchsorted(starts, offsets, side="right") - 1
@@ -405,7 +419,8 @@ _ACCESS = {"ld": "load", "st": "store", "atom": "atomic", "red": "reduction"}
 class _Memory:
     """All memories of one launch and the layout of the kernel's symbols."""
 
-    def __init__(self, kernel: ir.Kernel, launch: PtxLaunch, threads: int) -> None:
+    def __init__(self, kernel: ir.Kernel, launch: PtxLaunch, threads: int,
+                 register_bytes: int = 0) -> None:
         self.kernel = kernel
         symbols: dict[str, tuple] = dict(kernel.attrs.get("symbols", {}))
         self.addresses: dict[str, tuple[str, int]] = {}  # symbol → (space, address)
@@ -457,6 +472,11 @@ class _Memory:
         self.local = _Local(local_top, threads)
         self.const = _Region("const", const_top)
         self.param, self.param_values = self._params(launch)
+        total = (register_bytes + self.glob.top + self.shared.buf.nbytes
+                 + self.local.buf.nbytes + self.const.buf.nbytes)
+        if total > MAX_LAUNCH_BYTES:
+            raise Unsupported(f"the launch needs {total // 2**20} MiB of registers and "
+                              f"memory (at most {MAX_LAUNCH_BYTES // 2**20} MiB)")
         self.glob.materialise()
         self.regions: dict[str, _Region] = {"global": self.glob, "shared": self.shared,
                                             "local": self.local, "const": self.const,
@@ -762,14 +782,16 @@ class _Machine:
         self.observer = observer
         self.trace = trace
         self.threads = launch.threads
-        self.memory = _Memory(kernel, launch, self.threads)
+        self.types = register_types(kernel)
+        register_bytes = self.threads * sum(max(_storage_bits(t) // 8, 1)
+                                            for t in self.types.values())
+        self.memory = _Memory(kernel, launch, self.threads, register_bytes)
         self.counters = Counters(warp_width=WARP_SIZE)
         self.policy = {"auto": "ipdom", "sync": "ipdom"}.get(launch.reconvergence,
                                                             launch.reconvergence)
         self.steps = 0
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
-        self.types = register_types(kernel)
         self.regs: dict[str, np.ndarray] = {}
         for name, type_ in self.types.items():
             self.regs[name] = np.zeros(self.threads, dtype=_STORAGE[_storage_bits(type_)])

@@ -24,7 +24,8 @@ def alone_with_all_facts(analysis: driver.Analysis, kernel):
     (for the block shape its `.reqntid` declares, as the driver does)."""
     ssa, _ = prepare(kernel)
     shape, _ = kernel_shape(kernel, None)
-    solved = solve(list(analysis.rule_files), facts_text(ssa, shape=shape), analysis.extra)
+    solved = solve(list(analysis.rule_files), facts_text(ssa, shape=shape), analysis.extra,
+                   hide=driver.UNREAD_RELATIONS)
     return analysis.build(analysis.name, kernel, ssa, solved, {})
 
 
