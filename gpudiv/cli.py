@@ -1,4 +1,4 @@
-"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`.
+"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`, `random`.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`.)
 
@@ -21,6 +21,7 @@ from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
 from gpudiv.explain import register as register_explain
+from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run_kernel
 from gpudiv.load import LoadError, load
 from gpudiv.report import check_json, render_check
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_explain(sub)
     register_compare(sub)
     register_transform(sub)
+    register_random(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
     run.add_argument("file")

@@ -33,6 +33,7 @@ from gpudiv.frontend.ptx_forms import (
     PLoc,
     PParam,
     PScope,
+    PTable,
     decl_layout,
     float_bits,
     number,
@@ -314,14 +315,36 @@ class BodyReader:
 
     # -- directives ------------------------------------------------------------------------
     def _directive(self, pos: int, out: list) -> int:
-        """`.pragma` or a declaration; any other directive falls back to Lark."""
+        """`.pragma`, `.callprototype` or a declaration; any other directive falls back to
+        Lark."""
         source = self.source
         if source.startswith(".pragma", pos):
             match = self.p.pragma.match(source, pos)
             if match is None:
                 raise _Fallback
             return match.end()
+        if source.startswith(".callprototype", pos):
+            return self._call_prototype(pos + len(".callprototype"), out)
         return self._declaration(pos, out)
+
+    def _call_prototype(self, pos: int, out: list) -> int:
+        """`(rets)? name (params) ;` after `.callprototype` (grammar rule `call_prototype`;
+        its callback places the table at the name)."""
+        source = self.source
+        p = self.p
+        if source[pos:pos + 1] not in ("(", " ", "\t", "\n", "\r"):
+            raise _Fallback  # a longer word than `.callprototype`
+        if p.paren_open.match(source, pos) is not None:
+            _, pos = self._params(pos)
+        name = p.ident.match(source, pos)
+        if name is None or p.paren_open.match(source, name.end()) is None:
+            raise _Fallback
+        _, pos = self._params(name.end())
+        semi = p.separator.match(source, pos)
+        if semi is None or semi.group(1) != ";":
+            raise _Fallback
+        out.append(PTable("callprototype", [], *self.position(name.start(1))))
+        return semi.end()
 
     def _loc(self, match: re.Match, out: list) -> int:
         """`.loc F L C` (matched) with `, function_name X` / `, inlined_at F L C` parts."""
