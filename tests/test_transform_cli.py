@@ -131,5 +131,9 @@ def test_identity_verifies_every_sample_kernel(path):
     result = transform(path, "identity", verify=True)
     assert result.kernels
     for kernel in result.kernels:
-        assert kernel.status == "verified", (kernel.name, kernel.difference, kernel.reason)
+        # not-executed: every launch stopped in both programs (an instruction the
+        # interpreter does not execute), so there is nothing to compare
+        assert kernel.status in ("verified", "not-executed"), (kernel.name, kernel.difference)
         assert kernel.oracle_violations == []
+    assert any(k.status == "verified" for k in result.kernels) or all(
+        "cannot execute" in k.reason or "unsupported" in k.reason for k in result.kernels)

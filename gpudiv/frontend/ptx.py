@@ -54,6 +54,7 @@ from gpudiv.frontend.ptx_forms import decl_layout as _decl_layout
 from gpudiv.frontend.ptx_forms import float_bits as _float_bits
 from gpudiv.frontend.ptx_forms import number as _number
 from gpudiv.frontend.ptx_forms import perf_text as _perf_text
+from gpudiv.frontend.ptx_forms import type_bytes as _type_bytes
 from gpudiv.frontend.ptx_types import infer_types
 
 # ---------------------------------------------------------------------------------------
@@ -1501,7 +1502,16 @@ def _register_table(lowering: _KernelLowering,
     for temp, dest in lowering.guard_temps.items():
         if dest in table:
             table[temp] = table[dest]
-    return infer_types(instructions, table)
+    table = infer_types(instructions, table)
+    # A `.param` slot no instruction types (the result of an indirect call): its
+    # declaration's type, when it declares a scalar.
+    declared = lowering.kernel_info.param_decls
+    for instr in instructions:
+        for name in (*instr.used_vars, *([instr.dest] if instr.dest else [])):
+            type_, _, size = declared.get(name.split("+", 1)[0], ("", 0, 0))
+            if name not in table and type_ and size == _type_bytes(type_):
+                table[name] = type_
+    return table
 
 
 def _split_blocks(items: list, referenced: set[str]) -> list[ir.Block]:
