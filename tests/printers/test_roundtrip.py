@@ -1,6 +1,7 @@
 """Printers: parse → print → parse is the identity on every sample; printed PTX is
 accepted by ptxas; analysis classes survive the round trip."""
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,7 +41,9 @@ def test_parse_print_parse_is_the_identity(path):
 def test_ptxas_accepts_printed_ptx(path, tmp_path):
     out = tmp_path / "out.ptx"
     out.write_text(print_program(load(path)))
-    done = subprocess.run(["ptxas", "-arch=sm_80", str(out), "-o", "/dev/null"],
+    target = re.search(r"^\s*\.target\s+(sm_\w+)", path.read_text(), re.M)
+    arch = target.group(1) if target and target.group(1) > "sm_80" else "sm_80"
+    done = subprocess.run(["ptxas", f"-arch={arch}", str(out), "-o", "/dev/null"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
