@@ -87,12 +87,14 @@ def _parse_assignments(items: list[str], what: str, key_type=str) -> dict:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one kernel on the reference interpreter."""
     program = load(args.file)
-    if _print_diagnostics(program.diagnostics) and not program.kernels:
+    failed = _print_diagnostics(program.diagnostics)  # errors in the file: exit status 2
+    if failed and not program.kernels:
         return EXIT_ERROR
     kernel = program.kernel(choose_kernel(args.file, [k.name for k in program.kernels],
                                           args.kernel))
     if program.language == "ptx":  # grids of blocks, typed arguments: gpudiv.ptxrun
-        return ptxrun.run_command(args, args.file, kernel)
+        status = ptxrun.run_command(args, args.file, kernel)
+        return EXIT_ERROR if failed else status
     params = _parse_assignments(args.param, "parameter")
     unknown = sorted(set(params) - set(kernel.params))
     if unknown:
@@ -119,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 "divergent_branches": counters.divergent_branches}},
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return EXIT_OK
+        return EXIT_ERROR if failed else EXIT_OK
     if args.trace:
         print(format_trace(result, args.threads))
     print(f"kernel {kernel.name}: {args.threads} threads, warp width {args.warp}")
@@ -129,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"  divergent branches: {counters.divergent_branches}")
     cells = ", ".join(f"[{k}]={v}" for k, v in sorted(result.shared.items()))
     print(f"  shared memory: {cells or '(untouched)'}")
-    return EXIT_OK
+    return EXIT_ERROR if failed else EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -230,6 +230,8 @@ def cmd_cfg(args: argparse.Namespace) -> int:
     result = analyze(args.file, args.analysis)
     for d in result.diagnostics:
         print(str(d), file=sys.stderr)
+    if result.errors and not result.kernels:
+        return EXIT_ERROR
     kernel = result.kernel(choose_kernel(args.file, [k.name for k in result.kernels],
                                          args.kernel))
     text = cfg_dot(kernel)

@@ -22,6 +22,7 @@ from gpudiv.analyses import ANALYSES, get_analysis
 from gpudiv.analyses import affine as affine_analysis
 from gpudiv.analyses.results import CLASSES, KernelResult
 from gpudiv.commands import EXIT_ERROR, EXIT_OK, CommandError, one_line_errors
+from gpudiv.ir import Diagnostic
 from gpudiv.load import load
 from gpudiv.solve import RuleError
 
@@ -81,15 +82,20 @@ def compare_kernel(path: str, kernel, variants: dict) -> KernelComparison:
     return comparison
 
 
-def compare(paths: list[str], variants: dict) -> list[KernelComparison]:
-    """Every kernel of every file under every variant."""
-    out = []
+def compare_files(paths: list[str], variants: dict
+                  ) -> tuple[list[KernelComparison], list[Diagnostic]]:
+    """Every kernel of every file under every variant, and the files' diagnostics."""
+    out, diagnostics = [], []
     for path in paths:
         program = load(path)
-        for diagnostic in program.diagnostics:
-            print(str(diagnostic), file=sys.stderr)
+        diagnostics += program.diagnostics
         out += [compare_kernel(path, k, variants) for k in program.kernels]
-    return out
+    return out, diagnostics
+
+
+def compare(paths: list[str], variants: dict) -> list[KernelComparison]:
+    """Every kernel of every file under every variant (diagnostics: `compare_files`)."""
+    return compare_files(paths, variants)[0]
 
 
 def totals(comparisons: list[KernelComparison], variants: list[str]) -> dict[str, dict]:
@@ -130,7 +136,10 @@ def render_text(comparisons: list[KernelComparison], variants: list[str]) -> str
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare analysis variants on files."""
     drivers = variants_of(args.analysis, args.rules)
-    comparisons = compare(args.files, drivers)
+    comparisons, diagnostics = compare_files(args.files, drivers)
+    for diagnostic in diagnostics:
+        print(str(diagnostic), file=sys.stderr)
+    failed = any(d.severity == "error" for d in diagnostics)
     variants = list(drivers)
     if args.format == "json":
         json.dump({"tool": "gpudiv", "version": __version__, "variants": variants,
@@ -140,7 +149,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(comparisons, variants))
-    return EXIT_OK if comparisons else EXIT_ERROR
+    return EXIT_OK if comparisons and not failed else EXIT_ERROR
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -29,6 +29,7 @@ from gpudiv.commands import (
     one_line_errors,
 )
 from gpudiv.findings import shortest_chain
+from gpudiv.ir import Program
 from gpudiv.load import load
 from gpudiv.solve import shipped_rule
 
@@ -270,7 +271,13 @@ def analyse_for_explanation(kernel, analysis: str) -> KernelResult:
 def explain(path: str, variable: str, kernel: str | None = None,
             analysis: str = DEFAULT_ANALYSIS) -> list[Explanation]:
     """Explanations of VAR (an SSA name like `d#4`, or a source name: all its SSA names)."""
-    program = load(path)
+    return explain_program(load(path), variable, kernel, analysis)
+
+
+def explain_program(program: Program, variable: str, kernel: str | None = None,
+                    analysis: str = DEFAULT_ANALYSIS) -> list[Explanation]:
+    """Explanations of VAR in a loaded program (its diagnostics are the caller's)."""
+    path = program.path
     if program.errors and not program.kernels:
         raise CommandError(str(program.errors[0]))
     kernel = choose_kernel(path, [k.name for k in program.kernels], kernel)
@@ -308,7 +315,12 @@ def render_text(explanations: list[Explanation]) -> str:
 @one_line_errors
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one variable of one kernel."""
-    explanations = explain(args.file, args.variable, args.kernel, args.analysis)
+    program = load(args.file)
+    for diagnostic in program.diagnostics:
+        print(str(diagnostic), file=sys.stderr)
+    if program.errors and not program.kernels:
+        return EXIT_ERROR
+    explanations = explain_program(program, args.variable, args.kernel, args.analysis)
     if args.format == "json":
         json.dump({"tool": "gpudiv", "version": __version__, "path": args.file,
                    "explanations": [e.as_dict() for e in explanations]}, sys.stdout, indent=2,
@@ -316,7 +328,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(explanations))
-    return EXIT_OK if explanations else EXIT_ERROR
+    return EXIT_OK if explanations and not program.errors else EXIT_ERROR
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -161,4 +161,4 @@ def test_check_searches_folders_like_analyze(capsys, tmp_path):
     assert document["violations"] == 0
     (tmp_path / "empty").mkdir()
     assert main(["check", str(tmp_path / "empty")]) == 2
-    assert "no .musimd/.ptx/.simd files" in capsys.readouterr().err
+    assert "no .musimd/.ptx files" in capsys.readouterr().err

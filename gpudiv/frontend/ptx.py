@@ -1649,6 +1649,30 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_NESTING = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?|[{}()\[\]\n]", re.S)
+
+
+def _deepest_nesting(text: str) -> tuple[int, int, int]:
+    """(depth, line, column) of the first place where brackets nest deepest."""
+    depth = best = 0
+    line, line_start, where = 1, 0, (1, 1)
+    for match in _NESTING.finditer(text):
+        token = match.group()
+        if token == "\n" or len(token) > 1:
+            newlines = token.count("\n")
+            if newlines:
+                line += newlines
+                line_start = match.start() + token.rfind("\n") + 1
+            continue
+        if token in "{([":
+            depth += 1
+            if depth > best:
+                best, where = depth, (line, match.start() - line_start + 1)
+        else:
+            depth = max(depth - 1, 0)
+    return best, *where
+
+
 def parse_ptx(text: str, path: str = "<string>", *, fast: bool = True) -> ir.Program:
     """Parse PTX text into a Program (one kernel per `.entry`); errors are collected as
     diagnostics, never raised. `fast=False` reads function bodies with Lark alone instead
@@ -1671,8 +1695,10 @@ def parse_ptx_timed(text: str, path: str = "<string>", *,
             reader.lower(timings["parse"])
             timings["lower"] = (time.perf_counter() - parsed) * 1000
     except RecursionError:
+        depth, line, column = _deepest_nesting(text)
         reader.program.diagnostics.append(ir.Diagnostic(
-            "error", "input nested too deeply", path, 1, 1))
+            "error", f"input nested too deeply ({depth} levels of braces, brackets and "
+            "parentheses here)", path, line, column))
         return reader.program, timings
     reader.program.diagnostics.sort(key=lambda d: (d.line, d.column))
     if not reader.program.kernels and not reader.program.diagnostics:
