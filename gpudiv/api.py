@@ -11,7 +11,13 @@ from gpudiv.analyses.results import KernelResult
 from gpudiv.findings import Finding, file_findings
 from gpudiv.interp.ptx import run_ptx_kernel
 from gpudiv.load import load, parse_text
-from gpudiv.oracle import CheckReport, check_kernel, ptx_launches, random_launches
+from gpudiv.oracle import (
+    CHECK_MAX_STEPS,
+    CheckReport,
+    check_kernel,
+    ptx_launches,
+    random_launches,
+)
 from gpudiv.solve import RuleError
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
@@ -89,19 +95,23 @@ def analyze_text(text: str, path: str = "<string>", analysis: str = DEFAULT_ANAL
     return analyze(parse_text(text, path, language), analysis)
 
 
-def check(analysed: FileAnalysis, seed: int = 0,
-          reconvergence: str = "auto") -> list[CheckReport]:
-    """Run each analysed kernel under the default launch shapes and check its claims."""
+def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
+          max_steps: int | None = None) -> list[CheckReport]:
+    """Run each analysed kernel under the default launch shapes and check its claims;
+    `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
+    `interp.ptx.CHECK_MAX_STEPS` for PTX)."""
     if analysed.language not in EXECUTABLE_LANGUAGES:
         return [CheckReport(k.name, status="not-executed", reason=f"no reference interpreter "
                             f"for {analysed.language} yet") for k in analysed.kernels]
     reports = []
     for index, result in enumerate(analysed.kernels):
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
-            launches = ptx_launches(result.ssa.cfg.kernel, seed + index)
+            launches = ptx_launches(result.ssa.cfg.kernel, seed + index, max_steps)
             reports.append(check_kernel(result, launches, run=run_ptx_kernel))
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
-                                   reconvergence=reconvergence)
+                                   reconvergence=reconvergence,
+                                   max_steps=CHECK_MAX_STEPS if max_steps is None
+                                   else max_steps)
         reports.append(check_kernel(result, launches))
     return reports

@@ -37,6 +37,7 @@ from gpudiv.export import ExportError, export, plain
 from gpudiv.load import LoadError
 from gpudiv.schema import documented_relations, shipped_rule_files
 from gpudiv.solve import RuleError
+from gpudiv.wording import count
 
 EXIT_OK, EXIT_ERROR = 0, 2
 ANALYZE_FORMATS = ("text", "json", "sarif", "html")
@@ -46,8 +47,24 @@ class CommandError(Exception):
     """A command-line mistake, reported as one line."""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (when it has a meaningful one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and "%(default)" not in text
+                and action.default not in (None, False, [], argparse.SUPPRESS)):
+            text += " (default: %(default)s)"
+        return text
+
+
 class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one `gpudiv …: error: …` line (exit 2)."""
+    """argparse, but a usage mistake is one `gpudiv …: error: …` line (exit 2), and the
+    help shows defaults."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -84,10 +101,6 @@ def one_line_errors(handler: Callable[[argparse.Namespace], int]
             print(str(error), file=sys.stderr)
             return EXIT_ERROR
     return wrapped
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _users(name: str) -> list[str]:
@@ -253,9 +266,9 @@ def cmd_facts(args: argparse.Namespace) -> int:
     for d in result.diagnostics:
         print(str(d), file=sys.stderr)
     total = sum(result.rows.values())
-    print(f"{result.directory}: {_count(len(result.written), 'file')}, "
-          f"{_count(len(result.rows), 'relation')}, {_count(total, 'fact')} of "
-          f"{_count(len(result.kernels), 'kernel')}"
+    print(f"{result.directory}: {count(len(result.written), 'file')}, "
+          f"{count(len(result.rows), 'relation')}, {count(total, 'fact')} of "
+          f"{count(len(result.kernels), 'kernel')}"
           + (" (with file and kernel columns)" if result.keyed else ""))
     return EXIT_ERROR if any(d.severity == "error" for d in result.diagnostics) else EXIT_OK
 
@@ -357,9 +370,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add analyze, cfg, facts, solve and rules to the `gpudiv` subcommand parser."""
     analyze = sub.add_parser("analyze", help="classify variables and branches; reports")
-    analyze.add_argument("files", nargs="+", help="files and folders (searched recursively)")
-    analyze.add_argument("--format", choices=ANALYZE_FORMATS, default="text")
-    analyze.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
+    analyze.add_argument("files", nargs="+", metavar="FILE|DIR",
+                         help="files, and folders searched recursively for .musimd/.ptx")
+    analyze.add_argument("--format", choices=ANALYZE_FORMATS, default="text",
+                         help="report format")
+    analyze.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+                         help="the divergence analysis")
     analyze.add_argument("--jobs", "-j", type=int, default=1,
                          help="parallel processes (0: one per CPU)")
     analyze.add_argument("--output", "-o", help="write the report to this file")
@@ -368,18 +384,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.set_defaults(handler=cmd_analyze)
 
     cfg = sub.add_parser("cfg", help="the CFG of a kernel as DOT or SVG")
-    cfg.add_argument("file")
-    cfg.add_argument("--kernel")
-    cfg.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
+    cfg.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
+    cfg.add_argument("--kernel", help="the kernel (needed when the file has several)")
+    cfg.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+                     help="the analysis whose classes colour the graph")
     cfg.add_argument("--format", choices=("dot", "svg"),
                      help="default: svg if --output ends in .svg, else dot")
     cfg.add_argument("--output", "-o", help="write to this file")
     cfg.set_defaults(handler=cmd_cfg)
 
     facts = sub.add_parser("facts", help="export facts for Soufflé, CSV, JSON lines or ASP")
-    facts.add_argument("files", nargs="+", help="files and folders (searched recursively)")
+    facts.add_argument("files", nargs="+", metavar="FILE|DIR",
+                       help="files, and folders searched recursively for .musimd/.ptx")
     facts.add_argument("--output", "-o", required=True, help="output directory")
-    facts.add_argument("--format", choices=EXPORT_FORMATS, default="souffle")
+    facts.add_argument("--format", choices=EXPORT_FORMATS, default="souffle",
+                       help="fact format")
     facts.add_argument("--derived", choices=sorted(ANALYSES), metavar="ANALYSIS",
                        help="also export what this analysis' rules derive")
     facts.add_argument("--keyed", action="store_true",
@@ -387,18 +406,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     facts.set_defaults(handler=cmd_facts)
 
     solve = sub.add_parser("solve", help="solve a file's facts with your rules")
-    solve.add_argument("file")
-    solve.add_argument("--rules", action="append", default=[], metavar="FILE.lp")
+    solve.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
+    solve.add_argument("--rules", action="append", default=[], metavar="FILE.lp",
+                       help="a rule file of yours (repeat for several)")
     solve.add_argument("--no-default-rules", action="store_true",
                        help="leave out the shipped rules of the analysis")
-    solve.add_argument("--show", action="extend", nargs="+", metavar="PRED/ARITY")
-    solve.add_argument("--format", choices=("table", "json", "lp"), default="table")
-    solve.add_argument("--kernel")
+    solve.add_argument("--show", action="extend", nargs="+", metavar="PRED/ARITY",
+                       help="relations to print (default: what your files #show, else "
+                            "every predicate they define; without --rules, what the "
+                            "shipped rules show)")
+    solve.add_argument("--format", choices=("table", "json", "lp"), default="table",
+                       help="output format")
+    solve.add_argument("--kernel", help="only this kernel (default: every kernel)")
     solve.add_argument("--analysis", choices=sorted(ANALYSES),
                        help="default rules: only this analysis' rule files (default: all "
                             "shipped rule files)")
     solve.set_defaults(handler=cmd_solve)
 
     rules = sub.add_parser("rules", help="list the shipped rule files and what they derive")
-    rules.add_argument("--format", choices=("text", "json"), default="text")
+    rules.add_argument("--format", choices=("text", "json"), default="text",
+                       help="output format")
     rules.set_defaults(handler=cmd_rules)

@@ -25,6 +25,7 @@ from gpudiv.commands import EXIT_ERROR, EXIT_OK, CommandError, one_line_errors
 from gpudiv.ir import Diagnostic
 from gpudiv.load import load
 from gpudiv.solve import RuleError
+from gpudiv.wording import count
 
 DEFAULT_VARIANTS = ("simple", "affine", "affine2")
 
@@ -120,15 +121,17 @@ def render_text(comparisons: list[KernelComparison], variants: list[str]) -> str
         lines.append(f"{k.path}: kernel {k.kernel}")
         table(k.counts)
         if k.differences:
-            lines.append(f"  {len(k.differences)} variables differ:")
+            lines.append(f"  {count(len(k.differences), 'variable')} "
+                         f"{'differs' if len(k.differences) == 1 else 'differ'}:")
             for d in k.differences:
                 shown = ", ".join(f"{n}: {c}" for n, c in d["classes"].items())
                 lines.append(f"    {d['name']} ({d['source']}, line {d['line']}): {shown}")
         lines.append("")
-    lines.append(f"total ({len(comparisons)} kernels)")
+    lines.append(f"total ({count(len(comparisons), 'kernel')})")
     table(totals(comparisons, variants))
     differing = sum(len(k.differences) for k in comparisons)
-    lines.append(f"  {differing} variables differ between variants")
+    lines.append(f"  {count(differing, 'variable')} "
+                 f"{'differs' if differing == 1 else 'differ'} between variants")
     return "\n".join(lines) + "\n"
 
 
@@ -155,10 +158,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `compare` to the `gpudiv` subcommand parser."""
     parser = sub.add_parser("compare", help="compare analysis variants (class counts)")
-    parser.add_argument("files", nargs="+")
+    parser.add_argument("files", nargs="+", metavar="FILE", help=".musimd or .ptx files")
     parser.add_argument("--analysis", action="append", choices=sorted(ANALYSES),
                         help="a variant (repeat; default: simple, affine, affine2)")
     parser.add_argument("--rules", action="append", metavar="FILE.lp",
                         help="a variant: affine2 with this rule file added (repeat)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format")
     parser.set_defaults(handler=cmd_compare)

@@ -334,9 +334,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `explain` to the `gpudiv` subcommand parser."""
     parser = sub.add_parser("explain", help="why a variable is divergent or not constant")
-    parser.add_argument("file")
+    parser.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
     parser.add_argument("variable", metavar="VAR", help="SSA name (d#4) or source name (d)")
-    parser.add_argument("--kernel")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
+    parser.add_argument("--kernel", help="the kernel (needed when the file has several)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format")
+    parser.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+                        help="the analysis whose reasons are shown")
     parser.set_defaults(handler=cmd_explain)

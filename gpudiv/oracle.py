@@ -21,6 +21,10 @@ from gpudiv.analyses.results import KernelResult
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
 from gpudiv.interp.ptx import PtxLaunch, synthesize_launches
 
+# Warp steps a μ-SIMD launch of `gpudiv check` may take (the samples need at most about
+# 6,000): a kernel that never ends is given up in seconds, with the reason.
+CHECK_MAX_STEPS = 20_000
+
 # Launch shapes of `gpudiv check`: (threads, warp width).
 DEFAULT_SHAPES = ((1, 4), (5, 4), (32, 4), (64, 4), (100, 4),
                   (1, 32), (5, 32), (32, 32), (64, 32), (100, 32))
@@ -174,8 +178,11 @@ def _checks_per_instruction(result: KernelResult) -> dict[int, list[_Check]]:
 
 def random_launches(kernel: ir.Kernel, seed: int,
                     shapes: Iterable[tuple[int, int]] = DEFAULT_SHAPES,
-                    reconvergence: str = "auto") -> list[LaunchConfig]:
-    """Launch configurations with random parameter values and random shared memory."""
+                    reconvergence: str = "auto",
+                    max_steps: int | None = None) -> list[LaunchConfig]:
+    """Launch configurations with random parameter values and random shared memory (and
+    a step budget per launch: `max_steps`, else the interpreter's default)."""
+    budget = {} if max_steps is None else {"max_steps": max_steps}
     rng = random.Random(seed)
     launches = []
     for threads, width in shapes:
@@ -183,14 +190,18 @@ def random_launches(kernel: ir.Kernel, seed: int,
                   for p in kernel.params}
         shared = {a: rng.randint(-50, 50) for a in range(64)}
         launches.append(LaunchConfig(threads=threads, warp_width=width, params=params,
-                                     shared=shared, reconvergence=reconvergence))
+                                     shared=shared, reconvergence=reconvergence,
+                                     **budget))
     return launches
 
 
-def ptx_launches(kernel: ir.Kernel, seed: int) -> list[PtxLaunch]:
+def ptx_launches(kernel: ir.Kernel, seed: int, max_steps: int | None = None
+                 ) -> list[PtxLaunch]:
     """Launches of `gpudiv check` for a PTX kernel: several grid/block shapes (a partial
     last warp, 2-D and 3-D blocks), generous buffers, small random scalars."""
-    return synthesize_launches(kernel, seed)
+    if max_steps is None:
+        return synthesize_launches(kernel, seed)
+    return synthesize_launches(kernel, seed, max_steps=max_steps)
 
 
 def check_kernel(result: KernelResult, launches: list[LaunchConfig],
@@ -208,8 +219,10 @@ def check_kernel(result: KernelResult, launches: list[LaunchConfig],
             failures.append(str(error))
             continue
         finally:
-            report.uses_checked += observer.uses_checked
+            # A violation seen before a run stopped is still a violation; its uses are
+            # not counted as checked (the totals count finished runs only).
             report.violations.extend(observer.violations)
+        report.uses_checked += observer.uses_checked
         report.runs += 1
     if report.runs == 0:
         report.status = "not-executed"

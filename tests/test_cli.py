@@ -113,7 +113,7 @@ def test_run_json(capsys):
 def test_runtime_errors_exit_2(tmp_path, capsys):
     source = tmp_path / "div.musimd"
     source.write_text("kernel k(n)\n x = 1 / n\n stop\n")
-    code, _, err = run_cli(capsys, "run", str(source), "--threads", "2")
+    code, _, err = run_cli(capsys, "run", str(source), "--threads", "2", "--param", "n=0")
     assert code == 2
     assert err.count("\n") == 1 and "division by zero" in err and "kernel k, line 2" in err
     loop = tmp_path / "loop.musimd"
@@ -128,7 +128,7 @@ def test_run_usage_errors(capsys):
     code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--param", "zz=1")
     assert code == 2 and "has no parameter 'zz'" in err
     code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--param", "c")
-    assert code == 2 and "bad parameter 'c'" in err
+    assert code == 2 and "bad --param 'c'" in err
 
 
 def test_check_json_contract(capsys):
