@@ -145,8 +145,9 @@ def _parallel(paths: list[str], analysis: str, jobs: int, outcomes: dict[str, Fi
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        # Largest files first: a big file started last would leave the other workers idle.
         futures: dict[Future, str] = {pool.submit(analyze_file, p, analysis, lean): p
-                                      for p in paths}
+                                      for p in sorted(paths, key=_size, reverse=True)}
         if on_started:
             on_started()
         pending = set(futures)
@@ -162,6 +163,14 @@ def _parallel(paths: list[str], analysis: str, jobs: int, outcomes: dict[str, Fi
                 outcomes[path] = outcome
                 if on_done:
                     on_done(outcome)
+
+
+def _size(path: str) -> int:
+    """Bytes of a file (0 if it cannot be read: it fails fast anyway)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def analyze_paths(paths: list[str | Path], analysis: str = DEFAULT_ANALYSIS,
