@@ -18,7 +18,7 @@ from gpudiv.oracle import (
     ptx_launches,
     random_launches,
 )
-from gpudiv.solve import RuleError
+from gpudiv.solve import RuleError, in_context
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
@@ -76,9 +76,12 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS) -
     for kernel, kernel_result in zip(program.kernels, driver.run(program.kernels),
                                      strict=True):
         if isinstance(kernel_result, RuleError):
-            result.diagnostics.append(ir.Diagnostic(
-                "error", f"kernel {kernel.name}: {kernel_result}", program.path,
-                kernel.loc.line, kernel.loc.column))
+            text = str(in_context(kernel_result, program.path, kernel.loc,
+                                  f"kernel {kernel.name}"))
+            where, _, message = text.partition(": error: ")
+            rule_path, line, column = where.rsplit(":", 2)
+            result.diagnostics.append(ir.Diagnostic("error", message, rule_path, int(line),
+                                                    int(column)))
             continue
         kernel_result.timing_ms["parse"] = program.parse_ms.get(kernel.name, 0.0)
         for warning, loc in kernel_result.warnings:

@@ -24,7 +24,7 @@ from gpudiv.analyses.results import CLASSES, KernelResult
 from gpudiv.commands import EXIT_ERROR, EXIT_OK, CommandError, one_line_errors
 from gpudiv.ir import Diagnostic
 from gpudiv.load import load
-from gpudiv.solve import RuleError
+from gpudiv.solve import RuleError, in_context
 from gpudiv.wording import count
 
 DEFAULT_VARIANTS = ("simple", "affine", "affine2")
@@ -66,7 +66,8 @@ def compare_kernel(path: str, kernel, variants: dict) -> KernelComparison:
         try:
             results[name] = driver(kernel)
         except RuleError as error:
-            raise CommandError(f"{path}: kernel {kernel.name}: variant {name}: {error}"
+            raise CommandError(str(in_context(error, path, kernel.loc,
+                                              f"kernel {kernel.name}, variant {name}"))
                                ) from None
     counts = {name: {c: sum(1 for v in r.variables if v.klass == c) for c in CLASSES}
               for name, r in results.items()}
