@@ -161,11 +161,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.file}: error: --arg, --grid and --block are for PTX "
                            "kernels; a μ-SIMD kernel takes --param NAME=VALUE, --threads "
                            "and --warp")
-    params = _parse_params(args.param)
+    params, shared = _parse_params(args.param), _parse_shared(args.shared)
     for warning in _musimd_params(args.file, kernel, params):
         print(f"{args.file}: {warning}", file=sys.stderr)
     config = LaunchConfig(threads=args.threads, warp_width=args.warp, params=params,
-                          shared=_parse_shared(args.shared),
+                          shared=shared,
                           reconvergence=args.reconvergence, max_steps=args.max_steps)
     try:
         result = run_kernel(kernel, config, trace=args.trace)

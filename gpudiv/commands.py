@@ -47,7 +47,7 @@ class CommandError(Exception):
     """A command-line mistake, reported as one line."""
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+class HelpFormatter(argparse.HelpFormatter):
     """Help that shows each option's default (when it has a meaningful one)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:

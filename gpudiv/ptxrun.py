@@ -115,7 +115,7 @@ def _load_npy(name: str, spec: str) -> np.ndarray:
 def integer_range(type_name: str) -> tuple[int, int] | None:
     """The integers a PTX/NumPy type holds (bit types: signed or unsigned); None for
     floats and unknown names."""
-    name = ALIASES.get(type_name, type_name)
+    name = type_name if type_name.startswith("b") else ALIASES.get(type_name, type_name)
     match = re.fullmatch(r"([usb])(8|16|32|64)", name)
     if not match:
         return None
@@ -132,7 +132,7 @@ def fit(value: int, type_name: str) -> tuple[int, str | None]:
     span = integer_range(type_name)
     if span is None or span[0] <= value <= span[1]:
         return value, None
-    bits = int(re.sub(r"\D", "", ALIASES.get(type_name, type_name)))
+    bits = int(re.sub(r"\D", "", type_name))
     wrapped = value & ((1 << bits) - 1)
     if span[0] < 0 and wrapped > span[1]:
         wrapped -= 1 << bits
