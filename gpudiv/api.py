@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -67,13 +68,19 @@ def _program(source: str | Path | ir.Program) -> ir.Program:
     return load(source)
 
 
-def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS) -> FileAnalysis:
-    """Analyse every kernel of a file (path) or parsed program."""
+def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
+            on_progress: Callable[[str, int, int], None] | None = None) -> FileAnalysis:
+    """Analyse every kernel of a file (path) or parsed program. `on_progress(stage, done,
+    total)` hears of the stages of long work: "reading" (0, 0) before a file is read, then
+    each kernel "preparing" (CFG, SSA, facts) and "solving"."""
+    if on_progress is not None and not isinstance(source, ir.Program):
+        on_progress("reading", 0, 0)
     program = _program(source)
     driver = get_analysis(analysis)
     result = FileAnalysis(program.path, program.language, [], list(program.diagnostics),
                           dict(program.parse_ms))
-    for kernel, kernel_result in zip(program.kernels, driver.run(program.kernels),
+    for kernel, kernel_result in zip(program.kernels,
+                                     driver.run(program.kernels, on_progress=on_progress),
                                      strict=True):
         if isinstance(kernel_result, RuleError):
             text = str(in_context(kernel_result, program.path, kernel.loc,
@@ -99,7 +106,8 @@ def analyze_text(text: str, path: str = "<string>", analysis: str = DEFAULT_ANAL
 
 
 def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
-          max_steps: int | None = None) -> list[CheckReport]:
+          max_steps: int | None = None,
+          on_progress: Callable[[str, int, int], None] | None = None) -> list[CheckReport]:
     """Run each analysed kernel under the default launch shapes and check its claims;
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
     `interp.ptx.CHECK_MAX_STEPS` for PTX)."""
@@ -108,6 +116,8 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
                             f"for {analysed.language} yet") for k in analysed.kernels]
     reports = []
     for index, result in enumerate(analysed.kernels):
+        if on_progress is not None:
+            on_progress("checking", index, len(analysed.kernels))
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
             launches = ptx_launches(result.ssa.cfg.kernel, seed + index, max_steps)
             reports.append(check_kernel(result, launches, run=run_ptx_kernel))

@@ -11,13 +11,19 @@ Exit status 1 means the oracle found a violated claim.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
 
 from gpudiv import __version__, api, ptxrun
 from gpudiv.analyses import ANALYSES, DEFAULT_ANALYSIS
-from gpudiv.commands import CommandError, OneLineArgumentParser, choose_kernel
+from gpudiv.commands import (
+    CommandError,
+    OneLineArgumentParser,
+    choose_kernel,
+    progress_display,
+)
 from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
@@ -46,11 +52,13 @@ def _print_diagnostics(diagnostics) -> bool:
     return failed
 
 
-def _analyze_files(paths: list[str], analysis: str) -> tuple[list[api.FileAnalysis], bool]:
+def _analyze_files(paths: list[str], analysis: str, stage=None
+                   ) -> tuple[list[api.FileAnalysis], bool]:
     files, failed = [], False
     for path in paths:
         try:
-            result = api.analyze(path, analysis)
+            result = api.analyze(path, analysis,
+                                 None if stage is None else functools.partial(stage, path))
         except LoadError as error:
             print(str(error), file=sys.stderr)
             failed = True
@@ -63,10 +71,29 @@ def _analyze_files(paths: list[str], analysis: str) -> tuple[list[api.FileAnalys
 def cmd_check(args: argparse.Namespace) -> int:
     """Analyse files, run every kernel under several launches and check the claims."""
     _check_numbers(args)
-    files, failed = _analyze_files(collect_inputs(args.files), args.analysis)
-    checked = [(f.path, api.check(f, seed=args.seed, reconvergence=args.reconvergence,
-                                  max_steps=args.max_steps))
-               for f in files]
+    paths = collect_inputs(args.files)
+    progress = progress_display(len(paths))
+    task = progress.add_task("", total=None) if progress is not None else None
+
+    def stage(path: str, what: str, done: int, total: int) -> None:
+        if progress is not None:
+            words = f"{path}: reading" if what == "reading" else f"{path}: {what} kernel " \
+                f"{min(done + (what == 'checking'), total)}/{total}"
+            progress.update(task, description=words, completed=done, total=total or None)
+
+    if progress is not None:
+        progress.start()
+    try:
+        files, failed = _analyze_files(paths, args.analysis,
+                                       stage if progress is not None else None)
+        checked = [(f.path, api.check(f, seed=args.seed, reconvergence=args.reconvergence,
+                                      max_steps=args.max_steps,
+                                      on_progress=None if progress is None
+                                      else functools.partial(stage, f.path)))
+                   for f in files]
+    finally:
+        if progress is not None:
+            progress.stop()
     if args.format == "json":
         json.dump(check_json(checked), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -29,6 +29,7 @@ from gpudiv.corpus import (
     FileOutcome,
     analyze_corpus,
     collect_inputs,
+    job_count,
     summarize,
 )
 from gpudiv.dot import GraphvizError, cfg_dot, dot_to_svg
@@ -143,10 +144,11 @@ def _write_output(path: str | None, text: str) -> None:
 # gpudiv analyze
 # ---------------------------------------------------------------------------------------
 
-def _progress(total: int):
-    """A rich progress bar on stderr when it is a terminal and there is a run to show."""
+def progress_display(total: int):
+    """A rich progress display on stderr when it is a terminal: files done (when there are
+    several) and the stage of the file at hand (reading, kernels prepared and solved)."""
     console = Console(stderr=True)
-    if total < 2 or not console.is_terminal:
+    if total < 1 or not console.is_terminal:
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -164,14 +166,27 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.jobs < 0:
         raise CommandError("error: --jobs must be 0 (one per CPU) or more")
     paths = collect_inputs(args.files)
-    progress = _progress(len(paths))
+    progress = progress_display(len(paths))
     task = None
 
+    stage_task = None
+
     def started() -> None:
-        nonlocal task
+        nonlocal task, stage_task
         if progress is not None:
             progress.start()
-            task = progress.add_task("analysing", total=len(paths))
+            if len(paths) > 1:
+                task = progress.add_task("analysing", total=len(paths))
+            if job_count(args.jobs) == 1 or len(paths) == 1:
+                stage_task = progress.add_task("", total=None)
+
+    def stage(path: str, what: str, done: int, total: int) -> None:
+        if progress is None or stage_task is None:
+            return
+        words = (f"{path}: reading" if what == "reading"
+                 else f"{path}: {what} kernel {done}/{total}")
+        progress.update(stage_task, description=words, completed=done,
+                        total=total or None)
 
     def done(outcome: FileOutcome) -> None:
         console_print = progress.console.print if progress is not None else None
@@ -190,7 +205,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     try:
         run = analyze_corpus(paths, args.analysis, args.jobs, on_done=done,
-                             on_started=started, lean=args.format != "html")
+                             on_started=started, lean=args.format != "html",
+                             on_progress=stage if progress is not None else None)
     finally:
         if progress is not None:
             progress.stop()

@@ -61,7 +61,8 @@ class FileOutcome:
     seconds: float
 
 
-def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False
+def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False,
+                 on_progress: Callable[[str, int, int], None] | None = None
                  ) -> FileOutcome:
     """Analyse one file; never raises (a problem becomes the outcome's failure).
 
@@ -71,7 +72,7 @@ def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False
     """
     start = time.perf_counter()
     try:
-        result = analyze(path, analysis)
+        result = analyze(path, analysis, on_progress)
     except LoadError as error:
         return FileOutcome(path, None, str(error), time.perf_counter() - start)
     except RecursionError:
@@ -117,12 +118,16 @@ def job_count(jobs: int) -> int:
 def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int = 1,
                    on_done: Callable[[FileOutcome], None] | None = None,
                    on_started: Callable[[], None] | None = None,
-                   lean: bool = False) -> CorpusRun:
+                   lean: bool = False,
+                   on_progress: Callable[[str, str, int, int], None] | None = None
+                   ) -> CorpusRun:
     """Analyse every path (files, as `collect_inputs` gives them) with `jobs` processes.
 
     `on_done` is called with each outcome as it completes (in completion order);
     `on_started` once every task is queued (worker processes exist by then, so a caller
-    may start threads, e.g. a progress display, without forking under them).
+    may start threads, e.g. a progress display, without forking under them);
+    `on_progress(path, stage, done, total)` with the stages of each file
+    (`api.analyze`), when the files are analysed in this process (one job).
     """
     jobs = min(job_count(jobs), max(len(paths), 1))
     start = time.perf_counter()
@@ -131,7 +136,9 @@ def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int
         if on_started:
             on_started()
         for path in paths:
-            outcomes[path] = analyze_file(path, analysis, lean)
+            stages = (None if on_progress is None else
+                      lambda stage, done, total, path=path: on_progress(path, stage, done, total))
+            outcomes[path] = analyze_file(path, analysis, lean, stages)
             if on_done:
                 on_done(outcomes[path])
     else:

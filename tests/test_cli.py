@@ -248,3 +248,19 @@ def test_unreachable_code_is_warned_by_analyze(tmp_path, capsys):
                            "executed, left out of the analysis")
     (entry,) = json.loads(out)["inputs"]
     assert [w["line"] for w in entry["warnings"]] == [3]
+
+
+def test_long_work_reports_its_stages():
+    """What the progress display on a terminal shows: reading, each kernel prepared and
+    solved, each kernel checked."""
+    from gpudiv import api
+
+    seen = []
+    path = str(Path(__file__).parents[1] / "samples" / "cuda" / "locks_spin.O3.ptx")
+    result = api.analyze(path, on_progress=lambda *event: seen.append(event))
+    assert seen[0] == ("reading", 0, 0)
+    assert [e for e in seen if e[0] == "preparing"] == [("preparing", i, 4) for i in (1, 2, 3, 4)]
+    assert seen[-1] == ("solving", 4, 4)
+    checked = []
+    api.check(result, on_progress=lambda *event: checked.append(event), max_steps=100)
+    assert checked == [("checking", i, 4) for i in range(4)]

@@ -139,20 +139,32 @@ class Analysis:
             raise result
         return result
 
-    def run(self, kernels: list[ir.Kernel]) -> list[KernelResult | RuleError]:
-        """Analyse kernels (e.g. all of a file); per kernel its result or its rule error."""
+    def run(self, kernels: list[ir.Kernel],
+            on_progress: Callable[[str, int, int], None] | None = None
+            ) -> list[KernelResult | RuleError]:
+        """Analyse kernels (e.g. all of a file); per kernel its result or its rule error.
+        `on_progress(stage, done, total)` hears of each kernel prepared (stage
+        "preparing": CFG, SSA, facts) and solved ("solving")."""
+        report = on_progress or (lambda _stage, _done, _total: None)
         prepared = []
         for kernel in kernels:
             ssa, ssa_ms = prepare(kernel)
             prepared.append(_Prepared(kernel, ssa, {"ssa": ssa_ms}))
+            report("preparing", len(prepared), len(kernels))
         results: dict[int, KernelResult | RuleError] = {}
         if len(prepared) > 1 and self.shares_runs:
             for group in _groups(prepared, self.relations):
                 solved = self._solve_together({i: prepared[i].facts for i in group})
                 for i, own in (solved or {}).items():
                     results[i] = self._result(prepared[i], own)
-        return [results[i] if i in results else self._solve_alone(p)
-                for i, p in enumerate(prepared)]
+                report("solving", len(results), len(kernels))
+        out = []
+        for i, p in enumerate(prepared):
+            if i not in results:
+                results[i] = self._solve_alone(p)
+                report("solving", len(results), len(kernels))
+            out.append(results[i])
+        return out
 
     def _solve_together(self, facts: dict[int, str]) -> dict[int, SolveResult] | None:
         """One clingo run for a group of kernels; None when they must be solved alone."""
