@@ -5,6 +5,11 @@ the command line re-records the shown output of the examples that drifted:
 
     python tests/doc_examples.py            # list what differs (a diff per example)
     python tests/doc_examples.py --update   # rewrite the drifted outputs in place
+    python tests/doc_examples.py --no-slow  # leave out the blocks marked slow
+
+Re-recording keeps the elisions (`...`) of a block and replaces each drifted line by the
+actual line most like it; review the diff (`git diff README.md docs/`) before committing,
+and put `...` back by hand where a re-recorded block shows more than it should.
 
 Fenced code blocks that are checked:
 
@@ -143,32 +148,40 @@ def _is_elision(line: str) -> bool:
 def align(shown: list[str], actual: list[str]) -> tuple[int, list[str]]:
     """(number of differences, the shown block re-recorded from `actual`): an edit
     distance where an elision line eats any number of actual lines for free, so that the
-    re-recorded block keeps the elisions and the abridgement of the shown one."""
+    re-recorded block keeps the elisions and the abridgement of the shown one. Among
+    alignments with as few differences, a shown line is replaced by the actual line most
+    like it."""
     n, m = len(shown), len(actual)
-    inf = float("inf")
-    cost = [[inf] * (m + 1) for _ in range(n + 1)]
+    inf = (float("inf"), 0.0)
+    cost: list[list[tuple[float, float]]] = [[inf] * (m + 1) for _ in range(n + 1)]
     step: list[list[str]] = [[""] * (m + 1) for _ in range(n + 1)]
-    cost[n][m] = 0
+    cost[n][m] = (0, 0.0)
+
+    def plus(c: tuple[float, float], differences: int, unlike: float) -> tuple[float, float]:
+        return c[0] + differences, c[1] + unlike
+
     for i in range(n, -1, -1):
         for j in range(m, -1, -1):
             if i == n and j == m:
                 continue
-            best, how = inf, ""
+            options: list[tuple[tuple[float, float], str]] = []
             if i < n and _is_elision(shown[i]):
-                best, how = cost[i + 1][j], "end-elision"        # the elision ends here
-                if j < m and cost[i][j + 1] < best:
-                    best, how = cost[i][j + 1], "eat"            # it eats actual[j]
+                options.append((cost[i + 1][j], "end-elision"))  # the elision ends here
+                if j < m:
+                    options.append((cost[i][j + 1], "eat"))      # it eats actual[j]
             else:
                 if i < n and j < m:
-                    same = _line_matches(shown[i], actual[j])
-                    c = cost[i + 1][j + 1] + (0 if same else 1)
-                    if c < best:
-                        best, how = c, "keep" if same else "replace"
-                if i < n and cost[i + 1][j] + 1 < best:
-                    best, how = cost[i + 1][j] + 1, "drop"       # shown line is gone
-                if j < m and cost[i][j + 1] + 1 < best:
-                    best, how = cost[i][j + 1] + 1, "add"        # new actual line
-            cost[i][j], step[i][j] = best, how
+                    if _line_matches(shown[i], actual[j]):
+                        options.append((cost[i + 1][j + 1], "keep"))
+                    else:
+                        unlike = 1 - difflib.SequenceMatcher(
+                            None, _normal(shown[i]), _normal(actual[j])).ratio()
+                        options.append((plus(cost[i + 1][j + 1], 1, unlike), "replace"))
+                if i < n:
+                    options.append((plus(cost[i + 1][j], 1, 1.0), "drop"))  # line is gone
+                if j < m:
+                    options.append((plus(cost[i][j + 1], 1, 1.0), "add"))   # new line
+            cost[i][j], step[i][j] = min(options, key=lambda o: o[0])
     i = j = 0
     redone: list[str] = []
     while i < n or j < m:
@@ -189,7 +202,7 @@ def align(shown: list[str], actual: list[str]) -> tuple[int, list[str]]:
         else:
             redone.append(actual[j])
             j += 1
-    return int(cost[0][0]), redone
+    return int(cost[0][0][0]), redone
 
 
 def json_subset(shown, actual, where: str = "$") -> list[str]:
