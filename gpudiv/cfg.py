@@ -62,6 +62,8 @@ class ControlFlowGraph:
     loop_exits: dict[str, list[str]] = field(default_factory=dict)
     synthetic: dict[str, str] = field(default_factory=dict)
     rejoins: dict[str, Rejoin] = field(default_factory=dict)
+    sync_ipdom: dict[str, str] = field(default_factory=dict)
+    doomed: set[str] = field(default_factory=set)
 
     def successors(self, label: str) -> list[str]:
         """Successor blocks in a stable order (branch target last)."""
@@ -169,9 +171,49 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     ipdom = nx.immediate_dominators(pdom_graph.reverse(copy=False), EXIT)
     idom.pop(ENTRY, None)
     ipdom.pop(EXIT, None)
-    rejoins = _rejoin_points(graph, ipdom, loops)
+    doomed = _doomed_blocks(kernel, pdom_graph)
+    sync_ipdom = _sync_post_dominators(pdom_graph, ipdom, doomed)
+    rejoins = _rejoin_points(graph, sync_ipdom, loops)
     return ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
-                            falls_off, loop_exits, synthetic, rejoins)
+                            falls_off, loop_exits, synthetic, rejoins, sync_ipdom, doomed)
+
+
+def _aborting_stops(kernel: ir.Kernel) -> set[str]:
+    """Blocks whose `trap` (or, in a kernel that also returns with `ret`, whose `exit`)
+    ends the thread abnormally: the lanes that run it never meet their warp again."""
+    stops = {b.label: str(b.terminator.attrs.get("opcode", "")) for b in kernel.blocks
+             if b.terminator is not None and b.terminator.kind == ir.STOP}
+    aborting = {label for label, op in stops.items() if op == "trap"}
+    if any(op not in ("trap", "exit") for op in stops.values()):
+        aborting |= {label for label, op in stops.items() if op == "exit"}
+    return aborting if len(aborting) < len(stops) else set()
+
+
+def _doomed_blocks(kernel: ir.Kernel, pdom_graph: nx.DiGraph) -> set[str]:
+    """Blocks from which every path ends in an aborting stop (see `_aborting_stops`)."""
+    aborting = _aborting_stops(kernel)
+    if not aborting:
+        return set()
+    normal = pdom_graph.copy()
+    normal.remove_edges_from((label, EXIT) for label in aborting)
+    ending = nx.ancestors(normal, EXIT) | {EXIT}
+    return {n for n in pdom_graph.nodes if n not in ending and n != ENTRY}
+
+
+def _sync_post_dominators(pdom_graph: nx.DiGraph, ipdom: dict[str, str],
+                          doomed: set[str]) -> dict[str, str]:
+    """The block where lanes split at each block meet again, ignoring the lanes that abort.
+
+    Post-dominance over the blocks that can still end normally (not `doomed`): a lane
+    leaving that part of the graph never meets the others, so it cannot make a value
+    differ at a later meeting point. A doomed block keeps its immediate post-dominator.
+    """
+    if not doomed:
+        return dict(ipdom)
+    living = pdom_graph.subgraph(n for n in pdom_graph.nodes if n not in doomed)
+    sync = nx.immediate_dominators(living.reverse(copy=False), EXIT)
+    sync.pop(EXIT, None)
+    return {n: sync.get(n, post) for n, post in ipdom.items()}
 
 
 def _innermost_loops(loops: dict[str, Loop]) -> dict[str, Loop]:

@@ -149,11 +149,13 @@ def _rejoin_words(result: KernelResult, var: str, branch: str) -> str:
 
 
 def _exit_branches(result: KernelResult, loop: str) -> list[str]:
-    """Divergent branches inside `loop` whose post-dominator is outside it."""
+    """Divergent branches inside `loop` whose lanes meet again outside it (or, failing
+    those, whose lanes leave it toward a trap)."""
     cfg = result.ssa.cfg
     blocks = cfg.loops[loop].blocks if loop in cfg.loops else set()
-    return [b.label for b in result.branches
-            if b.divergent and b.label in blocks and cfg.ipdom.get(b.label) not in blocks]
+    inside = [b.label for b in result.branches if b.divergent and b.label in blocks]
+    return ([b for b in inside if cfg.sync_ipdom.get(b) not in blocks]
+            or [b for b in inside if cfg.ipdom.get(b) not in blocks])
 
 
 def _branch_steps(result: KernelResult, block: str, depth: int, seen: set[str]) -> list[Step]:
@@ -169,7 +171,8 @@ def _branch_steps(result: KernelResult, block: str, depth: int, seen: set[str]) 
 _BECAUSE_WORDS = {
     "input": "{v} is a kernel input: the same in every lane, not known statically",
     "memory": "{v} is loaded from memory: not known statically",
-    "address": "{v} is loaded from address {o}, which differs between lanes",
+    "address": "{v} is loaded with operand {o} (its address or a texture coordinate), "
+               "which differs between lanes",
     "overflow": "a coefficient of {v} does not fit in ±2^30 (or a literal is too large)",
     "degree": "{v} is a product with a term in a power of tid above the analysis' degree",
     "nonlinear": "{v} applies an operator the analysis does not model to {o}, which "

@@ -12,18 +12,20 @@ from collections.abc import Collection
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.invariants import invariant_values
-from gpudiv.operators import normalise
+from gpudiv.operators import integer_bits, normalise
 from gpudiv.ssa import SSAForm
 
 RELATIONS: dict[str, int] = {
     "block": 1, "edge": 2, "entry": 1, "exit": 1, "ipdom": 2, "idom": 2,
+    "sync_ipdom": 2, "doomed": 1,
     "loop": 1, "loop_block": 2, "loop_parent": 2, "loop_header": 2,
     "branch": 2, "branch_cond": 2, "uniform_hint": 1,
-    "var": 2, "def_kind": 2, "def_line": 2, "operand": 2,
+    "var": 2, "def_kind": 2, "def_line": 2, "def_block": 2, "operand": 2,
     "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
     "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1,
-    "load": 3, "store": 3, "atomic": 2,
-    "assign_op": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3, "back_edge": 2,
+    "load": 3, "load_arg": 3, "store": 3, "atomic": 2,
+    "assign_op": 2, "op_bits": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3,
+    "back_edge": 2,
     "thread_id": 1,
 }
 
@@ -87,6 +89,10 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
     add(f"exit({q(EXIT)})")
     for node, parent in cfg.ipdom.items():
         add(f"ipdom({q(node)},{q(parent)})")
+    for node, parent in cfg.sync_ipdom.items():
+        add(f"sync_ipdom({q(node)},{q(parent)})")
+    for node in sorted(cfg.doomed):
+        add(f"doomed({q(node)})")
     for node, parent in cfg.idom.items():
         add(f"idom({q(node)},{q(parent)})")
     for loop in cfg.loops.values():
@@ -115,6 +121,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
         add(f"var({name},{quote(var.source)})")
         add(f"def_kind({name},{quote(var.kind)})")
         add(f"def_line({name},{var.loc.line})")
+        add(f"def_block({name},{q(var.block)})")
         for operand in dict.fromkeys(var.operands):
             add(f"operand({name},{q(operand)})")
         instr = instrs[var.instruction] if var.instruction is not None else None
@@ -149,6 +156,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
         elif instr.kind == ir.LOAD:
             address = _operand_atom(ssa, instrs, var.instruction, 0, q)
             add(f"load({name},{quote(instr.space)},{address})")
+            for index in range(len(instr.args)):
+                operand = _operand_atom(ssa, instrs, var.instruction, index, q)
+                add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
     for n, instr in enumerate(instrs):
@@ -171,6 +181,9 @@ def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, 
     """`assign_op/2` (normalised operator) and the ordered operands of an assignment."""
     instr = instrs[instruction]
     add(f"assign_op({name},{quote(normalise(instr))})")
+    bits = integer_bits(instr)
+    if bits is not None:
+        add(f"op_bits({name},{bits})")
     for index, value in enumerate(instr.args):
         used = ssa.uses[instruction][index]
         if used is not None:

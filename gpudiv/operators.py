@@ -81,6 +81,18 @@ def normalise_ptx(opcode: str, operands: int) -> str:
     return name
 
 
+def integer_bits(instr: ir.Instruction) -> int | None:
+    """The width of the integer type a PTX opcode names last (`shl.b64` → 64,
+    `mul.wide.u32` → 32), or None: μ-SIMD (32-bit values) and opcodes on other types."""
+    operator = instr.operator or ""
+    if "." not in operator:
+        return None
+    types = _ptx_types(operator.split(".")[1:])
+    if not types or not all(t in INTEGER_TYPES for t in types):
+        return None
+    return INTEGER_TYPES[types[-1]]
+
+
 def normalise(instr: ir.Instruction) -> str:
     """The normalised operator name of an assignment (see the module table)."""
     operator = instr.operator or "copy"

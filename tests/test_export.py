@@ -19,7 +19,7 @@ SAMPLES = Path(__file__).parents[1] / "samples"
 SUM_TRIANGLE = SAMPLES / "musimd" / "sumTriangle.musimd"
 DERIVED_SIMPLE = {"control_dependent", "region", "join", "divergent", "uniform", "constant",
                   "divergent_branch", "uniform_branch", "divergent_loop_exit",
-                  "divergent_rejoin", "reason"}
+                  "divergent_abort_exit", "divergent_rejoin", "reason"}
 
 
 def parse_decls(schema_dl: str) -> dict[str, list[tuple[str, str]]]:

@@ -22,7 +22,7 @@ from gpudiv import ir
 from gpudiv.cfg import EXIT, ControlFlowGraph
 from gpudiv.facts import THREAD_ID_NAMES, back_edges, fits
 from gpudiv.invariants import invariant_values
-from gpudiv.operators import normalise
+from gpudiv.operators import integer_bits, normalise
 from gpudiv.ssa import SSAForm, SSAVar
 
 
@@ -90,8 +90,9 @@ def _tdiv(a: int, b: int) -> int:
     return -q if (a < 0) != (b < 0) else q
 
 
-def fold(op: str, args: list[int]) -> Coef:
-    """The value of a foldable operator on constants (as the interpreter computes it)."""
+def fold(op: str, args: list[int], bits: int | None = None) -> Coef:
+    """The value of a foldable operator on constants (as the interpreter computes it);
+    `bits`: the width of a PTX integer opcode (a 64-bit shl shifts by up to 63)."""
     if len(args) == 1:
         (a,) = args
         table1 = {"neg": lambda: -a, "not": lambda: int(a == 0), "inv": lambda: ~a}
@@ -100,7 +101,7 @@ def fold(op: str, args: list[int]) -> Coef:
     if op in ("div", "rem") and b == 0:
         return BOT
     if op == "shl":
-        return clamp(a << b) if 0 <= b <= 31 else 0
+        return clamp(a << b) if 0 <= b < shift_limit(bits) else 0
     if op == "shr":
         return a >> (b if 0 <= b <= 31 else 31)
     table2 = {
@@ -111,6 +112,12 @@ def fold(op: str, args: list[int]) -> Coef:
         "min": lambda: min(a, b), "max": lambda: max(a, b), "sub": lambda: a - b,
     }
     return clamp(table2[op]()) if op in table2 else BOT
+
+
+def shift_limit(bits: int | None) -> int:
+    """The smallest left shift that yields 0: PTX clamps the amount at the operand width
+    (64 for 64-bit opcodes, 32 for narrower ones and for μ-SIMD)."""
+    return 64 if bits is not None and bits > 32 else 32
 
 
 # -- values ---------------------------------------------------------------------------
@@ -177,10 +184,10 @@ class Domain:
 
 def join_points(cfg: ControlFlowGraph, branch_blocks: list[str]) -> dict[str, set[str]]:
     """For each branch block B, the blocks J entered over two different edges from two
-    different successors of B before the paths reach ipdom(B)."""
+    different successors of B before the paths reach sync_ipdom(B)."""
     joins: dict[str, set[str]] = {}
     for b in branch_blocks:
-        stop = cfg.ipdom.get(b)
+        stop = cfg.sync_ipdom.get(b)
         entered: dict[str, set[tuple[str, str]]] = {}
         for s in cfg.graph.successors(b):
             entered.setdefault(s, set()).add((s, b))
@@ -237,9 +244,12 @@ class AffineReference:
         cond = self.branch_cond.get(block)
         return cond is not None and self.dom.may_diverge(self.values[cond])
 
-    def loop_exit_divergent(self, loop_name: str) -> bool:
+    def loop_exit_divergent(self, loop_name: str, at: str) -> bool:
+        """Lanes may leave the loop in different iterations and read a value at block `at`
+        (in a doomed block, lanes that go on to abort: there ipdom decides, else sync_ipdom)."""
         blocks = self.cfg.loops[loop_name].blocks
-        return any(self.branch_divergent(b) and self.cfg.ipdom.get(b) not in blocks
+        meet = self.cfg.ipdom if at in self.cfg.doomed else self.cfg.sync_ipdom
+        return any(self.branch_divergent(b) and meet.get(b) not in blocks
                    for b in blocks if b in self.branch_cond)
 
     # transfer functions -------------------------------------------------------------------
@@ -262,7 +272,8 @@ class AffineReference:
                         if var.block in joins)
             return dom.bottom() if gated and var.name not in self.invariant else value
         if kind == "eta":
-            if self.loop_exit_divergent(var.loop) and var.name not in self.invariant:
+            if (self.loop_exit_divergent(var.loop, var.block)
+                    and var.name not in self.invariant):
                 return dom.bottom()
             return self.values[var.operands[0]]
         if kind == "rejoin":
@@ -275,12 +286,15 @@ class AffineReference:
         if any(c is TOP for a in args for c in a):
             return dom.top()
         if kind == "load":
-            if self.instrs[n].space == "local" or not dom.is_uniform(args[0]):
+            # Every operand counts: the address, and a texture fetch's coordinates.
+            if self.instrs[n].space == "local" or not all(dom.is_uniform(a) for a in args):
                 return dom.bottom()
             return dom.uniform()
-        return self.assign(normalise(self.instrs[n]), args, _literal_shift(self.instrs[n]))
+        instr = self.instrs[n]
+        return self.assign(normalise(instr), args, _literal_shift(instr), integer_bits(instr))
 
-    def assign(self, op: str, args: list[Value], literal_shift: bool) -> Value:
+    def assign(self, op: str, args: list[Value], literal_shift: bool,
+               bits: int | None = None) -> Value:
         """An assignment with normalised operator `op` (see rules/affine.lp for the rules)."""
         dom, on = self.dom, self.on
         if op == "copy":
@@ -297,22 +311,22 @@ class AffineReference:
             return dom.add(dom.mul(args[0], args[1]), args[2])
         if op == "shl" and on["shl_linear"] and literal_shift:
             shift = args[1][0]
-            factor = clamp(1 << shift) if 0 <= shift <= 31 else 0
+            factor = clamp(1 << shift) if 0 <= shift < shift_limit(bits) else 0
             return dom.mul(args[0], dom.const(factor))
         if op in COMPARISONS and on["cmp_difference"]:
             if not dom.is_uniform(dom.sub(args[0], args[1])):
                 return dom.bottom()
-            return dom.const(self._folded(op, args))
+            return dom.const(self._folded(op, args, bits))
         if not all(dom.is_uniform(a) for a in args):
             return dom.bottom()
-        return dom.const(self._folded(op, args))
+        return dom.const(self._folded(op, args, bits))
 
-    def _folded(self, op: str, args: list[Value]) -> Coef:
+    def _folded(self, op: str, args: list[Value], bits: int | None = None) -> Coef:
         """GBZA/GUZA: the folded constant when every operand is one, else ⊥."""
         if not self.on["fold"] or not all(self.dom.is_uniform(a) and a[0] is not BOT
                                            for a in args):
             return BOT
-        return fold(op, [a[0] for a in args])
+        return fold(op, [a[0] for a in args], bits)
 
     # the worklist -----------------------------------------------------------------------
     def solve(self, order_seed: int | None = None) -> dict[str, Value]:
