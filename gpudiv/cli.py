@@ -1,7 +1,9 @@
-"""Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts.
+"""Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
+random, transform.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`, `explain` in
-`gpudiv.explain`, `compare` in `gpudiv.compare`.)
+`gpudiv.explain`, `compare` in `gpudiv.compare`, `random` in `gpudiv.generate`,
+`transform` in `gpudiv.transform_cli`.)
 
 Every failure the user can cause ends in one `FILE:LINE:COL: error: message` line (or a
 runtime message naming kernel, line and lanes) and exit status 2; never a traceback.
@@ -28,6 +30,7 @@ from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
 from gpudiv.explain import register as register_explain
+from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import (
     ExecutionError,
     LaunchConfig,
@@ -39,6 +42,7 @@ from gpudiv.interp.ptx import CHECK_MAX_STEPS as PTX_CHECK_MAX_STEPS
 from gpudiv.load import LoadError, load
 from gpudiv.oracle import CHECK_MAX_STEPS
 from gpudiv.report import check_json, render_check
+from gpudiv.transform_cli import register as register_transform
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
 
@@ -227,13 +231,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with all subcommands."""
-    parser = OneLineArgumentParser(prog="gpudiv", description=__doc__.splitlines()[0])
+    summary = " ".join(__doc__.split("\n\n")[0].split())  # names every subcommand
+    parser = OneLineArgumentParser(prog="gpudiv", description=summary)
     parser.add_argument("--version", action="version", version=f"gpudiv {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     register_report_commands(sub)
     register_explain(sub)
     register_compare(sub)
+    register_random(sub)
+    register_transform(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter",
                          description="Run one μ-SIMD or PTX kernel on the reference "

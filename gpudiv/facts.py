@@ -12,7 +12,7 @@ from collections.abc import Collection
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.invariants import invariant_values
-from gpudiv.operators import integer_bits, normalise
+from gpudiv.operators import integer_bits, normalise, zero_extended_bits
 from gpudiv.ssa import SSAForm
 
 RELATIONS: dict[str, int] = {
@@ -24,8 +24,8 @@ RELATIONS: dict[str, int] = {
     "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
     "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1,
     "load": 3, "load_arg": 3, "store": 3, "atomic": 2,
-    "assign_op": 2, "op_bits": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3,
-    "back_edge": 2,
+    "assign_op": 2, "op_bits": 2, "zero_extend": 2, "arg": 3, "arg_const": 3, "arg_big": 2,
+    "phi_arg": 3, "back_edge": 2,
     "thread_id": 1,
 }
 
@@ -77,7 +77,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
     """
     cfg = ssa.cfg
     kernel = cfg.kernel
-    instrs = kernel.instructions()
+    instrs = kernel.by_id()
     out: list[str] = []
     add = out.append
     q = _namer(namespace)
@@ -161,8 +161,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
                 add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
-    for n, instr in enumerate(instrs):
-        if instr.kind == ir.STORE and ssa.instruction_block[n]:
+    for n, instr in instrs.items():
+        if instr.kind == ir.STORE and ssa.instruction_block.get(n):
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
     return out
 
@@ -176,7 +176,7 @@ def back_edges(cfg: ControlFlowGraph) -> list[tuple[str, str]]:
     return sorted(set(edges))
 
 
-def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, name: str,
+def _assign_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: int, name: str,
                   add, q) -> None:
     """`assign_op/2` (normalised operator) and the ordered operands of an assignment."""
     instr = instrs[instruction]
@@ -184,6 +184,9 @@ def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, 
     bits = integer_bits(instr)
     if bits is not None:
         add(f"op_bits({name},{bits})")
+    extended = zero_extended_bits(instr)
+    if extended is not None:
+        add(f"zero_extend({name},{extended})")
     for index, value in enumerate(instr.args):
         used = ssa.uses[instruction][index]
         if used is not None:
@@ -194,7 +197,7 @@ def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, 
             add(f"arg_big({name},{index})")
 
 
-def _operand_atom(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int,
+def _operand_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: int,
                   arg: int, q) -> str:
     """An operand as a term: the SSA name (quoted) or the integer, or `big` if too large."""
     name = ssa.uses[instruction][arg]

@@ -95,7 +95,7 @@ class ClaimObserver:
         self._seen: set[tuple[int, str]] = set()
         self.checks = _checks_per_instruction(result)
         self.uniform_branches = {b.instruction: b for b in result.branches if not b.divergent}
-        self.lines = [i.loc.line for i in result.ssa.cfg.kernel.instructions()]
+        self.lines = {i.id: i.loc.line for i in result.ssa.cfg.kernel.instructions()}
         # What "tid" means in affine claims: the lane's thread id, or for PTX `%tid.x`.
         self.tid_register = getattr(config, "thread_index", None)
 
@@ -163,7 +163,7 @@ def _checks_per_instruction(result: KernelResult) -> dict[int, list[_Check]]:
     affine = {v.name: (v, c) for v in result.variables if (c := _affine_claim(v)) is not None}
     specials = result.ssa.cfg.kernel.specials
     checks: dict[int, list[_Check]] = {}
-    for n, names in enumerate(result.ssa.uses):
+    for n, names in result.ssa.uses.items():
         for name in dict.fromkeys(n_ for n_ in names if n_ is not None):
             var = claims.get(name)
             if name in affine:

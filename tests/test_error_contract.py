@@ -50,6 +50,7 @@ COMMANDS = {
     "run": ["run", "{f}", "{args}"],
     "compare": ["compare", "{f}"],
     "explain": ["explain", "{f}", "{var}"],
+    "transform": ["transform", "--pass", "identity", "{f}"],
 }
 LANGUAGE = {".musimd": {"var": "x", "args": "--param=a=1"},
             ".ptx": {"var": "%r1", "args": "--arg=u32:1"}}

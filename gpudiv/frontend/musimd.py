@@ -255,6 +255,12 @@ def _reserved_assignments(chunk: str, first_line: int, path: str,
     return found
 
 
+def _register_table(kernel: ir.Kernel) -> dict[str, str]:
+    """Every parameter and assigned variable, all of μ-SIMD's one type (32-bit integer)."""
+    names = [*kernel.params, *(i.dest for i in kernel.instructions() if i.dest is not None)]
+    return dict.fromkeys(names, "s32")
+
+
 def _attach_text(kernel: ir.Kernel, text: str) -> None:
     """Give each instruction its source text (without comment) for traces and reports."""
     lines = text.splitlines()
@@ -295,6 +301,7 @@ def parse_musimd(text: str, path: str = "<string>") -> ir.Program:
             params = _check_params(kname, params, path, program.diagnostics)
             blocks = _split_blocks(kname, lines, path, program.diagnostics)
             kernel = ir.Kernel(kname, params, blocks, loc, specials=dict(SPECIALS))
+            kernel.registers = _register_table(kernel)
             if not blocks:
                 program.diagnostics.append(ir.Diagnostic(
                     "error", f"kernel '{kname}' has no instructions", path, loc.line, loc.column))

@@ -126,7 +126,7 @@ class Observer(Protocol):
 
     def before(self, warp: int, instruction: int, active: np.ndarray,
                read: Callable[[str], np.ndarray]) -> None:
-        """Called before every executed instruction (index into kernel.instructions())."""
+        """Called before every executed instruction (`instruction` is its `ir.Instruction.id`)."""
         ...
 
     def branch(self, warp: int, instruction: int, active: np.ndarray,
@@ -527,7 +527,7 @@ class _Machine:
             self.trace.append(TraceStep(counters.warp_instructions, w, op.instr.loc.line,
                                         op.block, op.instr.text, active.tolist()))
         if self.observer is not None:
-            self.observer.before(w, op.index, active, lambda name: self._read(name, active))
+            self.observer.before(w, op.instr.id, active, lambda name: self._read(name, active))
 
     def _read(self, name: str, active: np.ndarray) -> np.ndarray:
         """Values of a variable or special register in the active lanes."""
@@ -620,7 +620,7 @@ class _Machine:
         else:
             raise self._error(op.index, active, f"unknown branch '{op.instr.operator}'")
         if self.observer is not None:
-            self.observer.branch(self._warp_of(active), op.index, active, jumps)
+            self.observer.branch(self._warp_of(active), op.instr.id, active, jumps)
         if 0 < int(jumps.sum()) < len(active):
             self.counters.divergent_branches += 1
         control.branch(op.index, op.target, jumps, op.rpc)

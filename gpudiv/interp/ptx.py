@@ -48,6 +48,8 @@ import numpy as np
 from gpudiv import cfg as cfg_module
 from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
+from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
+from gpudiv.frontend.ptx_types import guess_type as _guess_type
 from gpudiv.interp.musimd import Counters, ExecutionError, Observer, _format_lanes
 from gpudiv.interp.ptx_ops import (
     ArithmeticFault,
@@ -508,47 +510,9 @@ def _generic(space: str, address: int) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _guess_type(instr: ir.Instruction, types: dict[str, str]) -> str | None:
-    """The PTX type of a register the kernel never declares (guard temporaries `d@gN`,
-    `.param` slots of inlined calls, the carry flag) from the instruction defining it."""
-    dest = instr.dest or ""
-    if "@g" in dest:
-        base = dest.rsplit("@g", 1)[0]
-        if base in types:
-            return types[base]
-    if instr.attrs.get("carry"):
-        return "u32"
-    opcode = str(instr.attrs.get("opcode", ""))
-    parts = opcode.split(".")
-    type_names = [p for p in parts[1:] if p in _TYPE_NAMES]
-    root = parts[0]
-    if instr.kind == ir.ASSIGN and instr.operator in ("copy", "select", "select.not"):
-        source = instr.args[1] if instr.operator != "copy" else instr.args[0]
-        if isinstance(source, ir.Var) and source.name in types:
-            return types[source.name]
-        return type_names[-1] if type_names else None
-    if root == "setp" or (root in ("vote",) and "ballot" not in parts) or root == "testp":
-        return "pred"
-    if root == "shfl":
-        return "pred" if instr.attrs.get("element") == 1 else "b32"
-    if root in ("cvt", "set", "slct") and type_names:
-        return type_names[0]
-    if root in ("mul", "mad") and "wide" in parts and type_names:
-        return f"{type_names[-1][0]}{2 * bits(type_names[-1])}"
-    if root in ("popc", "clz", "bfind"):
-        return "u32"
-    return type_names[-1] if type_names else None
-
-
-_TYPE_NAMES = frozenset({
-    "pred", "b8", "u8", "s8", "b16", "u16", "s16", "f16", "bf16", "b32", "u32", "s32",
-    "f32", "f16x2", "bf16x2", "tf32", "b64", "u64", "s64", "f64",
-})
-
-
 def register_types(kernel: ir.Kernel) -> dict[str, str]:
     """The PTX type of every register the kernel reads or writes."""
-    types = dict(kernel.attrs.get("reg_types", {}))
+    types = dict(kernel.registers)
     for name in kernel.params:
         types[name] = "b64"
     instructions = kernel.instructions()
@@ -565,9 +529,6 @@ def register_types(kernel: ir.Kernel) -> dict[str, str]:
     for instr in instructions:
         for name in (*instr.used_vars, *([instr.dest] if instr.dest else [])):
             types.setdefault(name, "b64")
-        for arg in instr.attrs.get("hidden_args", ()):
-            if isinstance(arg, ir.Var):
-                types.setdefault(arg.name, "b64")
     return types
 
 
@@ -816,7 +777,7 @@ class _Machine:
         written: set[str] = set()
         for index, instr in enumerate(instructions):
             previous = instructions[index - 1] if index else None
-            if previous is None or (instr.loc, instr.text) != (previous.loc, previous.text):
+            if previous is None or instr.group is None or instr.group != previous.group:
                 first, written = index, set()
             reads = set(instr.used_vars)
             if instr.operator in ("select", "select.not") and len(instr.args) > 1:
@@ -857,10 +818,10 @@ class _Machine:
                 op.code, op.message = FAIL, "trap: the kernel aborted"
         elif kind_ == ir.BARRIER:
             op.code = NOP if opcode.startswith("bar.arrive") or ".arrive" in opcode else BARRIER
-            guard = instr.attrs.get("guard")
+            guard = instr.guard
             if guard:
-                op.cond = self._guard(str(guard))
-        elif kind_ == ir.SYNC:
+                op.cond = self._guard(guard)
+        elif kind_ in (ir.SYNC, ir.FENCE):
             op.code = NOP
         elif kind_ == ir.ASSIGN and opcode.split(".")[0] in ("bar", "barrier") \
                 and "red" in opcode.split("."):
@@ -878,13 +839,10 @@ class _Machine:
         else:
             raise Unsupported(f"unsupported instruction kind '{kind_}'")
 
-    def _guard(self, shown: str) -> Callable:
-        """The lanes mask of a guard `%p` / `!%p` (as attrs["guard"] shows it)."""
-        negated = shown.startswith("!")
-        name = shown[1:] if negated else shown
-        operand = ir.Special(name) if name in self.specials else ir.Var(name)
-        read = self._get(operand, "pred")
-        if negated:
+    def _guard(self, guard: ir.Guard) -> Callable:
+        """The lanes mask of an instruction's guard (`@%p` / `@!%p`)."""
+        read = self._get(guard.operand, "pred")
+        if guard.negated:
             return lambda sel: ~np.asarray(read(sel))
         return read
 
@@ -918,9 +876,9 @@ class _Machine:
                    zip(instr.args, semantics.arg_types, symbols, strict=True)]
         write = _writer(store, semantics.result_type)
         fn = semantics.fn
-        guard = instr.attrs.get("guard")
+        guard = instr.guard
         if guard and root in ("div", "rem"):
-            return self._guarded_division(getters, fn, write, self._guard(str(guard)))
+            return self._guarded_division(getters, fn, write, self._guard(guard))
         if len(getters) == 1:
             g0 = getters[0]
             return lambda sel, lanes, warp: write(sel, fn(g0(sel)))
@@ -1052,11 +1010,11 @@ class _Machine:
     def _collective(self, instr: ir.Instruction, opcode: str, root: str) -> Callable:
         """vote, activemask, redux: one value for all participating lanes."""
         parts = opcode.split(".")
-        hidden = tuple(instr.attrs.get("hidden_args", ()))
+        hidden = tuple(instr.implicit)
         negated = set(instr.attrs.get("negated", ()))
         store = self.regs[instr.dest]
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
 
         def participants(sel, lanes):
             if held is None:
@@ -1119,7 +1077,7 @@ class _Machine:
         the votes of every thread of the block and this writes the result to all lanes."""
         parts = opcode.split(".")
         mode = next((p for p in parts[1:] if p in ("popc", "and", "or")), None)
-        hidden = tuple(instr.attrs.get("hidden_args", ()))
+        hidden = tuple(instr.implicit)
         if mode is None or len(hidden) < 2 or instr.dest is None:
             raise Unsupported(f"unsupported instruction '{opcode}'")
         pred = self._get(hidden[-1], "pred")
@@ -1220,8 +1178,8 @@ class _Machine:
         dt = dtype(type_)
         write = _writer(self.regs[instr.dest], type_)
         memory = self.memory
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
 
         def gather(addr, lanes):
             groups = memory.resolve(space, addr, size, lanes, "load")
@@ -1268,8 +1226,8 @@ class _Machine:
         symbols = instr.attrs.get("arg_symbols") or (None, None)
         value = self._get(instr.args[1], type_, symbols[1])
         memory = self.memory
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
 
         def store(sel, lanes, warp):
             addr = np.broadcast_to(address(sel), lanes.shape)
@@ -1305,8 +1263,8 @@ class _Machine:
         update = _ATOMIC_OPS[op_name]
         write = _writer(self.regs[instr.dest], type_) if instr.dest else None
         memory = self.memory
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
         what = "atomic" if parts[0] == "atom" else "reduction"
 
         def atomic(sel, lanes, warp):
@@ -1475,7 +1433,7 @@ class _Machine:
                 self.trace.append((self.block_index, warp.index, op.instr.loc.line,
                                    op.instr.text, lanes.tolist()))
             if observer is not None:
-                observer.before(warp.index, pc, lanes, self._reading(lanes))
+                observer.before(warp.index, op.instr.id, lanes, self._reading(lanes))
             code = op.code
             if code == EXEC:
                 try:
@@ -1524,7 +1482,7 @@ class _Machine:
         else:
             jumps = ~value
         if self.observer is not None:
-            self.observer.branch(warp.index, pc, lanes, jumps)
+            self.observer.branch(warp.index, op.instr.id, lanes, jumps)
         taken = int(np.count_nonzero(jumps))
         if taken == len(lanes):
             entry[0] = op.target
