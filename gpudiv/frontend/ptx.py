@@ -1764,7 +1764,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_HEADER = re.compile(r"\.(version|target|address_size)[ \t]+([^\n;/]*)")
+_DIRECTIVE = re.compile(r"\.(version|target|address_size)[ \t]+([^\n;/]*)")
 _WIDE_LITERAL = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?"
                            r"|(?<![\w.$%])-?(?:0[xX][0-9a-fA-F]{17,}|\d{20,})[uU]?\b", re.S)
 _LONG_DIGITS = re.compile(r"[0-9a-fA-F]{17}")
@@ -1775,7 +1775,7 @@ def _value_warnings(text: str) -> list[tuple[str, int]]:
     """(warning, offset) for directives no PTX toolchain emits (`.version 99.0`,
     `.target sm_999`, `.address_size 128`) and integer literals beyond 64 bits."""
     found = []
-    for match in _HEADER.finditer(text):
+    for match in _DIRECTIVE.finditer(text):
         line_start = text.rfind("\n", 0, match.start()) + 1
         if text[line_start:match.start()].strip():
             continue  # not a directive at the start of its line
