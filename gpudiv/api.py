@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -14,8 +15,14 @@ from gpudiv.interp.ptx import PtxLaunch, run_ptx_growing, run_ptx_kernel
 from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError
 from gpudiv.launch_shape import BlockShape, as_shape
 from gpudiv.load import load, parse_text
-from gpudiv.oracle import CheckReport, check_kernel, ptx_launches, random_launches
-from gpudiv.solve import RuleError
+from gpudiv.oracle import (
+    CHECK_MAX_STEPS,
+    CheckReport,
+    check_kernel,
+    ptx_launches,
+    random_launches,
+)
+from gpudiv.solve import RuleError, in_context
 from gpudiv.stack_slots import original
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
@@ -66,22 +73,32 @@ def _program(source: str | Path | ir.Program) -> ir.Program:
 
 
 def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
-            block: BlockShape | str | tuple[int, ...] | None = None) -> FileAnalysis:
+            block: BlockShape | str | tuple[int, ...] | None = None,
+            on_progress: Callable[[str, int, int], None] | None = None) -> FileAnalysis:
     """Analyse every kernel of a file (path) or parsed program. `block` is the block
     shape of every launch (`"32x8"`, `(32, 8)`, a BlockShape): with it `%ntid.*` are
     constants and, when X % 32 == 0, `%tid.y`/`%tid.z` are warp-uniform (PTX only; a
-    kernel's `.reqntid` wins). ValueError for a shape that cannot launch."""
+    kernel's `.reqntid` wins). ValueError for a shape that cannot launch.
+    `on_progress(stage, done, total)` hears of the stages of long work: "reading" (0, 0)
+    before a file is read, then each kernel "preparing" (CFG, SSA, facts) and "solving"."""
+    if on_progress is not None and not isinstance(source, ir.Program):
+        on_progress("reading", 0, 0)
     program = _program(source)
     driver = get_analysis(analysis)
     shape = as_shape(block)
     result = FileAnalysis(program.path, program.language, [], list(program.diagnostics),
                           dict(program.parse_ms))
-    for kernel, kernel_result in zip(program.kernels, driver.run(program.kernels, shape),
+    for kernel, kernel_result in zip(program.kernels,
+                                     driver.run(program.kernels, shape,
+                                                on_progress=on_progress),
                                      strict=True):
         if isinstance(kernel_result, RuleError):
-            result.diagnostics.append(ir.Diagnostic(
-                "error", f"kernel {kernel.name}: {kernel_result}", program.path,
-                kernel.loc.line, kernel.loc.column))
+            text = str(in_context(kernel_result, program.path, kernel.loc,
+                                  f"kernel {kernel.name}"))
+            where, _, message = text.partition(": error: ")
+            rule_path, line, column = where.rsplit(":", 2)
+            result.diagnostics.append(ir.Diagnostic("error", message, rule_path, int(line),
+                                                    int(column)))
             continue
         kernel_result.timing_ms["parse"] = program.parse_ms.get(kernel.name, 0.0)
         for warning, loc in kernel_result.warnings:
@@ -99,25 +116,32 @@ def analyze_text(text: str, path: str = "<string>", analysis: str = DEFAULT_ANAL
     return analyze(parse_text(text, path, language), analysis, block)
 
 
-def check(analysed: FileAnalysis, seed: int = 0,
-          reconvergence: str = "auto") -> list[CheckReport]:
+def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
+          max_steps: int | None = None,
+          on_progress: Callable[[str, int, int], None] | None = None) -> list[CheckReport]:
     """Run each analysed kernel under the default launch shapes and check its claims (a
-    PTX kernel analysed for one block shape runs only with that block shape)."""
+    PTX kernel analysed for one block shape runs only with that block shape);
+    `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
+    `interp.ptx.CHECK_MAX_STEPS` for PTX)."""
     if analysed.language not in EXECUTABLE_LANGUAGES:
         return [CheckReport(k.name, status="not-executed", reason=f"no reference interpreter "
                             f"for {analysed.language} yet") for k in analysed.kernels]
     reports = []
     for index, result in enumerate(analysed.kernels):
+        if on_progress is not None:
+            on_progress("checking", index, len(analysed.kernels))
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
             launches = [replace(launch, reconvergence=reconvergence) for launch in
                         ptx_launches(original(result.ssa.cfg.kernel), seed + index,
-                                     result.block)]
+                                     result.block, max_steps)]
             reports.append(check_kernel(result, launches, run=run_ptx_growing))
             reports[-1].reconvergence = ("ipdom" if reconvergence in ("auto", "sync")
                                          else reconvergence)
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
-                                   reconvergence=reconvergence)
+                                   reconvergence=reconvergence,
+                                   max_steps=CHECK_MAX_STEPS if max_steps is None
+                                   else max_steps)
         reports.append(check_kernel(result, launches))
         reports[-1].reconvergence = (reconvergence_for(result.ssa.cfg.kernel)
                                      if reconvergence == "auto" else reconvergence)

@@ -1,6 +1,9 @@
-"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`, `random`.
+"""Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
+random, transform.
 
-(`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`.)
+(`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`, `explain` in
+`gpudiv.explain`, `compare` in `gpudiv.compare`, `random` in `gpudiv.generate`,
+`transform` in `gpudiv.transform_cli`.)
 
 Every failure the user can cause ends in one `FILE:LINE:COL: error: message` line (or a
 runtime message naming kernel, line and lanes) and exit status 2; never a traceback.
@@ -10,6 +13,7 @@ Exit status 1 means the oracle found a violated claim.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -22,15 +26,24 @@ from gpudiv.commands import (
     add_block_option,
     block_option,
     choose_kernel,
+    progress_display,
 )
 from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
 from gpudiv.explain import register as register_explain
 from gpudiv.generate import register as register_random
-from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run_kernel
+from gpudiv.interp.musimd import (
+    ExecutionError,
+    LaunchConfig,
+    format_steps,
+    format_trace,
+    run_kernel,
+)
+from gpudiv.interp.ptx import CHECK_MAX_STEPS as PTX_CHECK_MAX_STEPS
 from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError, load
+from gpudiv.oracle import CHECK_MAX_STEPS
 from gpudiv.report import check_json, render_check
 from gpudiv.transform_cli import register as register_transform
 
@@ -46,12 +59,13 @@ def _print_diagnostics(diagnostics) -> bool:
     return failed
 
 
-def _analyze_files(paths: list[str], analysis: str,
+def _analyze_files(paths: list[str], analysis: str, stage=None,
                    block=None) -> tuple[list[api.FileAnalysis], bool]:
     files, failed = [], False
     for path in paths:
         try:
-            result = api.analyze(path, analysis, block)
+            result = api.analyze(path, analysis, block,
+                                 None if stage is None else functools.partial(stage, path))
         except LoadError as error:
             print(str(error), file=sys.stderr)
             failed = True
@@ -63,10 +77,31 @@ def _analyze_files(paths: list[str], analysis: str,
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Analyse files, run every kernel under several launches and check the claims."""
-    block = block_option(args)
-    files, failed = _analyze_files(collect_inputs(args.files), args.analysis, block)
-    checked = [(f.path, api.check(f, seed=args.seed, reconvergence=args.reconvergence))
-               for f in files]
+    _check_numbers(args)
+    paths = collect_inputs(args.files)
+    progress = progress_display(len(paths))
+    task = progress.add_task("", total=None) if progress is not None else None
+
+    def stage(path: str, what: str, done: int, total: int) -> None:
+        if progress is not None:
+            words = f"{path}: reading" if what == "reading" else f"{path}: {what} kernel " \
+                f"{min(done + (what == 'checking'), total)}/{total}"
+            progress.update(task, description=words, completed=done, total=total or None)
+
+    if progress is not None:
+        progress.start()
+    try:
+        files, failed = _analyze_files(paths, args.analysis,
+                                       stage if progress is not None else None,
+                                       block_option(args))
+        checked = [(f.path, api.check(f, seed=args.seed, reconvergence=args.reconvergence,
+                                      max_steps=args.max_steps,
+                                      on_progress=None if progress is None
+                                      else functools.partial(stage, f.path)))
+                   for f in files]
+    finally:
+        if progress is not None:
+            progress.stop()
     if args.format == "json":
         json.dump(check_json(checked), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -82,39 +117,92 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _parse_assignments(items: list[str], what: str, key_type=str) -> dict:
+def _parse_params(items: list[str]) -> dict[str, int]:
+    """`--param NAME=VALUE` (VALUE an integer, decimal or 0x…) by name."""
     values = {}
     for item in items:
-        key, sep, value = item.partition("=")
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            values[name.strip()] = int(value, 0)
+        except ValueError:
+            raise CommandError(f"error: bad --param '{item}' (expected NAME=VALUE with an "
+                               "integer VALUE, e.g. c=4)") from None
+    return values
+
+
+def _parse_shared(items: list[str]) -> dict[int, int]:
+    """`--shared ADDRESS=VALUE` (two integers) by address."""
+    values = {}
+    for item in items:
+        address, sep, value = item.partition("=")
         try:
             if not sep:
                 raise ValueError
-            values[key_type(key.strip())] = int(value, 0)
+            values[int(address, 0)] = int(value, 0)
         except ValueError:
-            raise CommandError(f"error: bad {what} '{item}' (expected NAME=INTEGER)") from None
+            raise CommandError(f"error: bad --shared '{item}' (expected ADDRESS=VALUE, two "
+                               "integers, e.g. 5=7)") from None
     return values
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Options that must be positive (or not negative), named when they are not."""
+    for option, least in (("threads", 1), ("warp", 1), ("max_steps", 1), ("seed", 0),
+                          ("dynamic_shared", 0)):
+        value = getattr(args, option, None)
+        if value is not None and value < least:
+            flag = "--" + option.replace("_", "-")
+            raise CommandError(f"error: {flag} must be {'at least 1' if least else '0 or more'}"
+                               f" (got {value})")
+
+
+def _musimd_params(path: str, kernel, params: dict[str, int]) -> list[str]:
+    """Check `--param` against the kernel's parameters; warnings for values changed."""
+    where = f"{kernel.loc.line}:{kernel.loc.column}"
+    unknown = sorted(set(params) - set(kernel.params))
+    if unknown:
+        raise CommandError(f"{path}:{where}: error: kernel {kernel.name} has no parameter "
+                           f"'{unknown[0]}' (parameters: {', '.join(kernel.params) or 'none'})")
+    missing = [p for p in dict.fromkeys(kernel.params) if p not in params]
+    if missing:
+        raise CommandError(f"{path}:{where}: error: kernel {kernel.name}: no value for "
+                           "parameter"
+                           f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} (give "
+                           + " ".join(f"--param {p}=VALUE" for p in missing) + ")")
+    warnings = []
+    for name, value in params.items():
+        if not -(1 << 31) <= value < 1 << 32:
+            wrapped = (value + (1 << 31)) % (1 << 32) - (1 << 31)
+            warnings.append(f"warning: --param {name}={value} does not fit in 32 bits; "
+                            f"the kernel gets {wrapped}")
+    return warnings
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one kernel on the reference interpreter."""
+    _check_numbers(args)
     program = load(args.file)
-    if _print_diagnostics(program.diagnostics) and not program.kernels:
+    failed = _print_diagnostics(program.diagnostics)  # errors in the file: exit status 2
+    if failed and not program.kernels:
         return EXIT_ERROR
     kernel = program.kernel(choose_kernel(args.file, [k.name for k in program.kernels],
                                           args.kernel))
     if args.max_steps < 0:
         raise CommandError("error: --max-steps must be 0 or more")
     if program.language == "ptx":  # grids of blocks, typed arguments: gpudiv.ptxrun
-        return ptxrun.run_command(args, args.file, kernel)
-    params = _parse_assignments(args.param, "parameter")
-    unknown = sorted(set(params) - set(kernel.params))
-    if unknown:
-        raise CommandError(f"{args.file}: error: kernel {kernel.name} has no parameter "
-                         f"'{unknown[0]}' (parameters: {', '.join(kernel.params) or 'none'})")
-    if args.threads < 1 or args.warp < 1:
-        raise CommandError("error: --threads and --warp must be at least 1")
+        status = ptxrun.run_command(args, args.file, kernel)
+        return EXIT_ERROR if failed else status
+    if args.arg or args.grid != "1" or args.block != "32":
+        raise CommandError(f"{args.file}: error: --arg, --grid and --block are for PTX "
+                           "kernels; a μ-SIMD kernel takes --param NAME=VALUE, --threads "
+                           "and --warp")
+    params, shared = _parse_params(args.param), _parse_shared(args.shared)
+    for warning in _musimd_params(args.file, kernel, params):
+        print(f"{args.file}: {warning}", file=sys.stderr)
     config = LaunchConfig(threads=args.threads, warp_width=args.warp, params=params,
-                          shared=_parse_assignments(args.shared, "shared cell", int),
+                          shared=shared,
                           reconvergence=args.reconvergence, max_steps=args.max_steps)
     if args.compare_reconvergence:
         return print_comparison(kernel.name, api.compare_reconvergence(kernel, config),
@@ -122,6 +210,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run_kernel(kernel, config, trace=args.trace)
     except (ExecutionError, ValueError) as error:  # ValueError: a launch that cannot run
+        if (args.trace and isinstance(error, ExecutionError) and error.trace
+                and args.format == "text"):
+            print(format_steps(error.trace, args.threads))  # the steps up to the fault
         print(f"{args.file}: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     counters = result.counters
@@ -133,7 +224,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    "counters": counters.as_dict()},
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return EXIT_OK
+        return EXIT_ERROR if failed else EXIT_OK
     if args.trace:
         print(format_trace(result, args.threads))
     print(f"kernel {kernel.name}: {args.threads} threads, warp width {args.warp}")
@@ -141,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(line)
     cells = ", ".join(f"[{k}]={v}" for k, v in sorted(result.shared.items()))
     print(f"  shared memory: {cells or '(untouched)'}")
-    return EXIT_OK
+    return EXIT_ERROR if failed else EXIT_OK
 
 
 def print_comparison(kernel: str, runs: list[api.PolicyRun], fmt: str) -> int:
@@ -177,7 +268,8 @@ def print_comparison(kernel: str, runs: list[api.PolicyRun], fmt: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with all subcommands."""
-    parser = OneLineArgumentParser(prog="gpudiv", description=__doc__.splitlines()[0])
+    summary = " ".join(__doc__.split("\n\n")[0].split())  # names every subcommand
+    parser = OneLineArgumentParser(prog="gpudiv", description=summary)
     parser.add_argument("--version", action="version", version=f"gpudiv {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -187,41 +279,63 @@ def build_parser() -> argparse.ArgumentParser:
     register_random(sub)
     register_transform(sub)
 
-    run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
-    run.add_argument("file")
-    run.add_argument("--kernel")
-    run.add_argument("--threads", type=int, default=32)
-    run.add_argument("--warp", type=int, default=32)
-    run.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    run.add_argument("--shared", action="append", default=[], metavar="ADDRESS=VALUE")
+    run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter",
+                         description="Run one μ-SIMD or PTX kernel on the reference "
+                         "interpreter and print its counters (and buffers). μ-SIMD: one "
+                         "block of --threads threads; PTX: a grid of blocks with one --arg "
+                         "per kernel parameter.")
+    run.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
+    run.add_argument("--kernel", help="the kernel (needed when the file has several)")
+    run.add_argument("--max-steps", type=int, default=1_000_000, metavar="N",
+                     help="stop with an error after N warp instructions")
+    run.add_argument("--trace", action="store_true",
+                     help="print every warp step (up to the fault, if the run faults)")
+    run.add_argument("--format", choices=("text", "json"), default="text",
+                     help="output format")
+    musimd = run.add_argument_group("μ-SIMD kernels")
+    musimd.add_argument("--threads", type=int, default=32, metavar="N",
+                        help="threads in the block")
+    musimd.add_argument("--warp", type=int, default=32, metavar="N", help="warp width")
+    musimd.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="the value of a kernel parameter (one for each parameter)")
+    musimd.add_argument("--shared", action="append", default=[], metavar="ADDRESS=VALUE",
+                        help="initial value of a shared-memory cell (repeat; others are 0)")
     run.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                      help="ipdom (stack, immediate post-dominators), sync (μ-SIMD sync), "
                           "frontier (earliest reconvergence), mimd (independent threads); "
-                          "auto: sync if the kernel has sync instructions, else ipdom")
+                          "auto: sync if the kernel has sync instructions, else ipdom "
+                          "(PTX: sync and auto mean ipdom)")
     run.add_argument("--compare-reconvergence", action="store_true",
                      help="run the same launch under every policy and print a table")
-    run.add_argument("--max-steps", type=int, default=1_000_000)
-    run.add_argument("--trace", action="store_true")
-    run.add_argument("--format", choices=("text", "json"), default="text")
-    ptx = run.add_argument_group("PTX kernels (see gpudiv.ptxrun)")
-    ptx.add_argument("--grid", default="1", metavar="X[xY[xZ]]")
-    ptx.add_argument("--block", default="32", metavar="X[xY[xZ]]")
+    ptx = run.add_argument_group("PTX kernels")
+    ptx.add_argument("--grid", default="1", metavar="X[xY[xZ]]", help="blocks in the grid")
+    ptx.add_argument("--block", default="32", metavar="X[xY[xZ]]",
+                     help="threads per block")
     ptx.add_argument("--arg", action="append", default=[], metavar="[NAME=]SPEC",
                      help="one per parameter, in order: TYPE:VALUE (u32:512), a number, "
                           "TYPE[N]:INIT (f32[1024]:random; zeros, ones, range, a number) "
-                          "or @FILE.npy")
+                          "or @FILE.npy; NAME= labels a buffer in the output")
     ptx.add_argument("-o", "--output", metavar="DIR", help="write every buffer to DIR")
-    ptx.add_argument("--output-format", choices=("npy", "json"), default="npy")
-    ptx.add_argument("--dynamic-shared", type=int, default=0, metavar="BYTES")
-    ptx.add_argument("--seed", type=int, default=0, help="for random buffers")
+    ptx.add_argument("--output-format", choices=("npy", "json"), default="npy",
+                     help="format of the buffers written with -o")
+    ptx.add_argument("--dynamic-shared", type=int, default=0, metavar="BYTES",
+                     help="dynamic shared memory per block")
+    ptx.add_argument("--seed", type=int, default=0,
+                     help="random seed of `random` buffers")
     run.set_defaults(handler=cmd_run)
 
     check = sub.add_parser("check", help="check the analysis claims on the interpreter")
     check.add_argument("files", nargs="+", metavar="FILE|DIR",
                        help="files, or folders searched for .musimd/.ptx files")
-    check.add_argument("--format", choices=("text", "json"), default="text")
-    check.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
-    check.add_argument("--seed", type=int, default=0)
+    check.add_argument("--format", choices=("text", "json"), default="text",
+                       help="output format")
+    check.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+                       help="the analysis whose claims are checked")
+    check.add_argument("--seed", type=int, default=0,
+                       help="random seed of the launches' inputs")
+    check.add_argument("--max-steps", type=int, metavar="N",
+                       help="warp steps a launch may take before it is given up (default: "
+                            f"{CHECK_MAX_STEPS} for μ-SIMD, {PTX_CHECK_MAX_STEPS} for PTX)")
     check.add_argument("--require-all", action="store_true",
                        help="exit status 1 when a kernel could not be executed (as for a "
                             "violated claim): nothing goes unchecked in CI")
@@ -232,9 +346,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_VALUE_OPTIONS = ("--param", "--shared", "--arg", "--seed", "--max-steps", "--threads",
+                  "--warp", "--jobs", "-j", "--dynamic-shared")
+
+
+def _joined_values(argv: list[str]) -> list[str]:
+    """`--shared -1=5` as `--shared=-1=5`: argparse would take `-1=5` for an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in _VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `gpudiv` command."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_joined_values(sys.argv[1:] if argv is None else argv))
     try:
         return args.handler(args)
     except (CommandError, LoadError, CorpusError) as error:

@@ -29,6 +29,7 @@ from gpudiv.corpus import (
     FileOutcome,
     analyze_corpus,
     collect_inputs,
+    job_count,
     summarize,
 )
 from gpudiv.dot import GraphvizError, cfg_dot, dot_to_svg
@@ -38,6 +39,7 @@ from gpudiv.launch_shape import BlockShape, parse_block
 from gpudiv.load import LoadError
 from gpudiv.schema import documented_relations, shipped_rule_files
 from gpudiv.solve import DEFAULT_SOLVE_MEMORY_MB, DEFAULT_SOLVE_TIMEOUT_S, Budget, RuleError
+from gpudiv.wording import count
 
 EXIT_OK, EXIT_ERROR = 0, 2
 ANALYZE_FORMATS = ("text", "json", "sarif", "html")
@@ -47,8 +49,24 @@ class CommandError(Exception):
     """A command-line mistake, reported as one line."""
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that shows each option's default (when it has a meaningful one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and "%(default)" not in text
+                and action.default not in (None, False, [], argparse.SUPPRESS)):
+            text += " (default: %(default)s)"
+        return text
+
+
 class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one `gpudiv …: error: …` line (exit 2)."""
+    """argparse, but a usage mistake is one `gpudiv …: error: …` line (exit 2), and the
+    help shows defaults."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -109,10 +127,6 @@ def one_line_errors(handler: Callable[[argparse.Namespace], int]
     return wrapped
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _users(name: str) -> list[str]:
     """The analyses whose drivers solve with the shipped rule file `name`."""
     from gpudiv.export import analysis_rule_files
@@ -153,10 +167,11 @@ def _write_output(path: str | None, text: str) -> None:
 # gpudiv analyze
 # ---------------------------------------------------------------------------------------
 
-def _progress(total: int):
-    """A rich progress bar on stderr when it is a terminal and there is a run to show."""
+def progress_display(total: int):
+    """A rich progress display on stderr when it is a terminal: files done (when there are
+    several) and the stage of the file at hand (reading, kernels prepared and solved)."""
     console = Console(stderr=True)
-    if total < 2 or not console.is_terminal:
+    if total < 1 or not console.is_terminal:
         return None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
@@ -195,14 +210,27 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if args.jobs < 0:
         raise CommandError("error: --jobs must be 0 (one per CPU) or more")
     paths = collect_inputs(args.files)
-    progress = _progress(len(paths))
+    progress = progress_display(len(paths))
     task = None
 
+    stage_task = None
+
     def started() -> None:
-        nonlocal task
+        nonlocal task, stage_task
         if progress is not None:
             progress.start()
-            task = progress.add_task("analysing", total=len(paths))
+            if len(paths) > 1:
+                task = progress.add_task("analysing", total=len(paths))
+            if job_count(args.jobs) == 1 or len(paths) == 1:
+                stage_task = progress.add_task("", total=None)
+
+    def stage(path: str, what: str, done: int, total: int) -> None:
+        if progress is None or stage_task is None:
+            return
+        words = (f"{path}: reading" if what == "reading"
+                 else f"{path}: {what} kernel {done}/{total}")
+        progress.update(stage_task, description=words, completed=done,
+                        total=total or None)
 
     def done(outcome: FileOutcome) -> None:
         console_print = progress.console.print if progress is not None else None
@@ -222,7 +250,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     try:
         run = analyze_corpus(paths, args.analysis, args.jobs, on_done=done,
                              on_started=started, lean=args.format != "html",
-                             block=block_option(args))
+                             block=block_option(args),
+                             on_progress=stage if progress is not None else None)
     finally:
         if progress is not None:
             progress.stop()
@@ -275,6 +304,8 @@ def cmd_cfg(args: argparse.Namespace) -> int:
     result = analyze(args.file, args.analysis)
     for d in result.diagnostics:
         print(str(d), file=sys.stderr)
+    if result.errors and not result.kernels:
+        return EXIT_ERROR
     kernel = result.kernel(choose_kernel(args.file, [k.name for k in result.kernels],
                                          args.kernel))
     text = cfg_dot(kernel)
@@ -296,9 +327,9 @@ def cmd_facts(args: argparse.Namespace) -> int:
     for d in result.diagnostics:
         print(str(d), file=sys.stderr)
     total = sum(result.rows.values())
-    print(f"{result.directory}: {_count(len(result.written), 'file')}, "
-          f"{_count(len(result.rows), 'relation')}, {_count(total, 'fact')} of "
-          f"{_count(len(result.kernels), 'kernel')}"
+    print(f"{result.directory}: {count(len(result.written), 'file')}, "
+          f"{count(len(result.rows), 'relation')}, {count(total, 'fact')} of "
+          f"{count(len(result.kernels), 'kernel')}"
           + (" (with file and kernel columns)" if result.keyed else ""))
     return EXIT_ERROR if any(d.severity == "error" for d in result.diagnostics) else EXIT_OK
 
@@ -400,9 +431,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add analyze, cfg, facts, solve and rules to the `gpudiv` subcommand parser."""
     analyze = sub.add_parser("analyze", help="classify variables and branches; reports")
-    analyze.add_argument("files", nargs="+", help="files and folders (searched recursively)")
-    analyze.add_argument("--format", choices=ANALYZE_FORMATS, default="text")
-    analyze.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
+    analyze.add_argument("files", nargs="+", metavar="FILE|DIR",
+                         help="files, and folders searched recursively for .musimd/.ptx")
+    analyze.add_argument("--format", choices=ANALYZE_FORMATS, default="text",
+                         help="report format")
+    analyze.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+                         help="the divergence analysis")
     analyze.add_argument("--jobs", "-j", type=int, default=1,
                          help="parallel processes (0: one per CPU)")
     analyze.add_argument("--output", "-o", help="write the report to this file")
@@ -412,18 +446,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.set_defaults(handler=cmd_analyze)
 
     cfg = sub.add_parser("cfg", help="the CFG of a kernel as DOT or SVG")
-    cfg.add_argument("file")
-    cfg.add_argument("--kernel")
-    cfg.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
+    cfg.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
+    cfg.add_argument("--kernel", help="the kernel (needed when the file has several)")
+    cfg.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+                     help="the analysis whose classes colour the graph")
     cfg.add_argument("--format", choices=("dot", "svg"),
                      help="default: svg if --output ends in .svg, else dot")
     cfg.add_argument("--output", "-o", help="write to this file")
     cfg.set_defaults(handler=cmd_cfg)
 
     facts = sub.add_parser("facts", help="export facts for Soufflé, CSV, JSON lines or ASP")
-    facts.add_argument("files", nargs="+", help="files and folders (searched recursively)")
+    facts.add_argument("files", nargs="+", metavar="FILE|DIR",
+                       help="files, and folders searched recursively for .musimd/.ptx")
     facts.add_argument("--output", "-o", required=True, help="output directory")
-    facts.add_argument("--format", choices=EXPORT_FORMATS, default="souffle")
+    facts.add_argument("--format", choices=EXPORT_FORMATS, default="souffle",
+                       help="fact format")
     facts.add_argument("--derived", choices=sorted(ANALYSES), metavar="ANALYSIS",
                        help="also export what this analysis' rules derive")
     facts.add_argument("--keyed", action="store_true",
@@ -431,13 +468,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     facts.set_defaults(handler=cmd_facts)
 
     solve = sub.add_parser("solve", help="solve a file's facts with your rules")
-    solve.add_argument("file")
-    solve.add_argument("--rules", action="append", default=[], metavar="FILE.lp")
+    solve.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
+    solve.add_argument("--rules", action="append", default=[], metavar="FILE.lp",
+                       help="a rule file of yours (repeat for several)")
     solve.add_argument("--no-default-rules", action="store_true",
                        help="leave out the shipped rules of the analysis")
-    solve.add_argument("--show", action="extend", nargs="+", metavar="PRED/ARITY")
-    solve.add_argument("--format", choices=("table", "json", "lp"), default="table")
-    solve.add_argument("--kernel")
+    solve.add_argument("--show", action="extend", nargs="+", metavar="PRED/ARITY",
+                       help="relations to print (default: what your files #show, else "
+                            "every predicate they define; without --rules, what the "
+                            "shipped rules show)")
+    solve.add_argument("--format", choices=("table", "json", "lp"), default="table",
+                       help="output format")
+    solve.add_argument("--kernel", help="only this kernel (default: every kernel)")
     solve.add_argument("--analysis", choices=sorted(ANALYSES),
                        help="default rules: only this analysis' rule files (default: all "
                             "shipped rule files)")
@@ -445,5 +487,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     solve.set_defaults(handler=cmd_solve)
 
     rules = sub.add_parser("rules", help="list the shipped rule files and what they derive")
-    rules.add_argument("--format", choices=("text", "json"), default="text")
+    rules.add_argument("--format", choices=("text", "json"), default="text",
+                       help="output format")
     rules.set_defaults(handler=cmd_rules)

@@ -35,10 +35,12 @@ from gpudiv.commands import (
     one_line_errors,
     rule_budget,
 )
+from gpudiv.ir import Diagnostic
 from gpudiv.launch_shape import BlockShape
 from gpudiv.load import load
 from gpudiv.rulefile import check_rule_file
-from gpudiv.solve import Budget, RuleError
+from gpudiv.solve import Budget, RuleError, in_context
+from gpudiv.wording import count
 
 DEFAULT_VARIANTS = ("simple", "affine", "affine2")
 
@@ -88,7 +90,8 @@ def compare_kernel(path: str, kernel, variants: dict) -> KernelComparison:
         try:
             results[name] = driver(kernel)
         except RuleError as error:
-            raise CommandError(f"{path}: kernel {kernel.name}: variant {name}: {error}"
+            raise CommandError(str(in_context(error, path, kernel.loc,
+                                              f"kernel {kernel.name}, variant {name}"))
                                ) from None
     counts = {name: {c: sum(1 for v in r.variables if v.klass == c) for c in CLASSES}
               for name, r in results.items()}
@@ -105,15 +108,20 @@ def compare_kernel(path: str, kernel, variants: dict) -> KernelComparison:
     return comparison
 
 
-def compare(paths: list[str], variants: dict) -> list[KernelComparison]:
-    """Every kernel of every file under every variant."""
-    out = []
+def compare_files(paths: list[str], variants: dict
+                  ) -> tuple[list[KernelComparison], list[Diagnostic]]:
+    """Every kernel of every file under every variant, and the files' diagnostics."""
+    out, diagnostics = [], []
     for path in paths:
         program = load(path)
-        for diagnostic in program.diagnostics:
-            print(str(diagnostic), file=sys.stderr)
+        diagnostics += program.diagnostics
         out += [compare_kernel(path, k, variants) for k in program.kernels]
-    return out
+    return out, diagnostics
+
+
+def compare(paths: list[str], variants: dict) -> list[KernelComparison]:
+    """Every kernel of every file under every variant (diagnostics: `compare_files`)."""
+    return compare_files(paths, variants)[0]
 
 
 def totals(comparisons: list[KernelComparison], variants: list[str]) -> dict[str, dict]:
@@ -138,15 +146,17 @@ def render_text(comparisons: list[KernelComparison], variants: list[str]) -> str
         lines.append(f"{k.path}: kernel {k.kernel}")
         table(k.counts)
         if k.differences:
-            lines.append(f"  {len(k.differences)} variables differ:")
+            lines.append(f"  {count(len(k.differences), 'variable')} "
+                         f"{'differs' if len(k.differences) == 1 else 'differ'}:")
             for d in k.differences:
                 shown = ", ".join(f"{n}: {c}" for n, c in d["classes"].items())
                 lines.append(f"    {d['name']} ({d['source']}, line {d['line']}): {shown}")
         lines.append("")
-    lines.append(f"total ({len(comparisons)} kernels)")
+    lines.append(f"total ({count(len(comparisons), 'kernel')})")
     table(totals(comparisons, variants))
     differing = sum(len(k.differences) for k in comparisons)
-    lines.append(f"  {differing} variables differ between variants")
+    lines.append(f"  {count(differing, 'variable')} "
+                 f"{'differs' if differing == 1 else 'differ'} between variants")
     return "\n".join(lines) + "\n"
 
 
@@ -155,7 +165,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Compare analysis variants on files."""
     drivers = variants_of(args.analysis, args.rules, block_option(args), rule_budget(args),
                           not args.no_scripts)
-    comparisons = compare(args.files, drivers)
+    comparisons, diagnostics = compare_files(args.files, drivers)
+    for diagnostic in diagnostics:
+        print(str(diagnostic), file=sys.stderr)
+    failed = any(d.severity == "error" for d in diagnostics)
     variants = list(drivers)
     if args.format == "json":
         json.dump({"tool": "gpudiv", "version": __version__, "variants": variants,
@@ -165,18 +178,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(comparisons, variants))
-    return EXIT_OK if comparisons else EXIT_ERROR
+    return EXIT_OK if comparisons and not failed else EXIT_ERROR
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `compare` to the `gpudiv` subcommand parser."""
     parser = sub.add_parser("compare", help="compare analysis variants (class counts)")
-    parser.add_argument("files", nargs="+")
+    parser.add_argument("files", nargs="+", metavar="FILE", help=".musimd or .ptx files")
     parser.add_argument("--analysis", action="append", choices=sorted(ANALYSES),
                         help="a variant (repeat; default: simple, affine, affine2)")
     parser.add_argument("--rules", action="append", metavar="FILE.lp",
                         help="a variant: affine2 with this rule file added (repeat)")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format")
     add_block_option(parser)
     add_rule_file_options(parser)
     parser.set_defaults(handler=cmd_compare)

@@ -63,7 +63,9 @@ class FileOutcome:
 
 
 def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False,
-                 block: BlockShape | None = None) -> FileOutcome:
+                 block: BlockShape | None = None,
+                 on_progress: Callable[[str, int, int], None] | None = None
+                 ) -> FileOutcome:
     """Analyse one file; never raises (a problem becomes the outcome's failure).
 
     `lean`: drop the SSA forms and solved relations once the findings are computed
@@ -72,7 +74,7 @@ def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False
     """
     start = time.perf_counter()
     try:
-        result = analyze(path, analysis, block)
+        result = analyze(path, analysis, block, on_progress)
     except LoadError as error:
         return FileOutcome(path, None, str(error), time.perf_counter() - start)
     except RecursionError:
@@ -118,13 +120,17 @@ def job_count(jobs: int) -> int:
 def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int = 1,
                    on_done: Callable[[FileOutcome], None] | None = None,
                    on_started: Callable[[], None] | None = None,
-                   lean: bool = False, block: BlockShape | None = None) -> CorpusRun:
+                   lean: bool = False, block: BlockShape | None = None,
+                   on_progress: Callable[[str, str, int, int], None] | None = None
+                   ) -> CorpusRun:
     """Analyse every path (files, as `collect_inputs` gives them) with `jobs` processes.
 
     `on_done` is called with each outcome as it completes (in completion order);
     `on_started` once every task is queued (worker processes exist by then, so a caller
     may start threads, e.g. a progress display, without forking under them). `block`:
-    the block shape every launch has (`gpudiv.launch_shape`).
+    the block shape every launch has (`gpudiv.launch_shape`);
+    `on_progress(path, stage, done, total)` with the stages of each file
+    (`api.analyze`), when the files are analysed in this process (one job).
     """
     jobs = min(job_count(jobs), max(len(paths), 1))
     start = time.perf_counter()
@@ -133,7 +139,9 @@ def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int
         if on_started:
             on_started()
         for path in paths:
-            outcomes[path] = analyze_file(path, analysis, lean, block)
+            stages = (None if on_progress is None else
+                      lambda stage, done, total, path=path: on_progress(path, stage, done, total))
+            outcomes[path] = analyze_file(path, analysis, lean, block, stages)
             if on_done:
                 on_done(outcomes[path])
     else:
@@ -148,8 +156,9 @@ def _parallel(paths: list[str], analysis: str, jobs: int, outcomes: dict[str, Fi
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        # Largest files first: a big file started last would leave the other workers idle.
         futures: dict[Future, str] = {pool.submit(analyze_file, p, analysis, lean, block): p
-                                      for p in paths}
+                                      for p in sorted(paths, key=_size, reverse=True)}
         if on_started:
             on_started()
         pending = set(futures)
@@ -165,6 +174,14 @@ def _parallel(paths: list[str], analysis: str, jobs: int, outcomes: dict[str, Fi
                 outcomes[path] = outcome
                 if on_done:
                     on_done(outcome)
+
+
+def _size(path: str) -> int:
+    """Bytes of a file (0 if it cannot be read: it fails fast anyway)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def analyze_paths(paths: list[str | Path], analysis: str = DEFAULT_ANALYSIS,

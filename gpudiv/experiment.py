@@ -31,7 +31,16 @@ from gpudiv.launch_shape import kernel_shape
 from gpudiv.load import load
 from gpudiv.rulefile import check_rule_file
 from gpudiv.schema import shipped_rule_files, shown_relations
-from gpudiv.solve import Budget, RuleError, _format_messages, rules_dir, shipped_rule, solve
+from gpudiv.solve import (
+    Budget,
+    RuleError,
+    UnsatisfiableError,
+    _format_messages,
+    in_context,
+    rules_dir,
+    shipped_rule,
+    solve,
+)
 
 _SIGNATURE = re.compile(r"^\s*([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*$")
 
@@ -44,6 +53,7 @@ class UserRules:
     defines: list[tuple[str, int]] = field(default_factory=list)
     shows: list[tuple[str, int]] = field(default_factory=list)
     columns: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    show_places: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -124,6 +134,14 @@ def read_user_rules(path: str | Path, allow_scripts: bool = True) -> UserRules:
                 rules.columns[signature] = names
         if statement.ast_type == clingo.ast.ASTType.ShowSignature and statement.positive:
             rules.shows.append((statement.name, statement.arity))
+            begin = statement.location.begin
+            rules.show_places[(statement.name, statement.arity)] = (begin.line, begin.column)
+        if statement.ast_type == clingo.ast.ASTType.External:  # `#external e.` defines e/0
+            term = statement.atom.symbol
+            if term.ast_type == clingo.ast.ASTType.Function:
+                signature = (term.name, len(term.arguments))
+                if signature not in rules.defines:
+                    rules.defines.append(signature)
 
     try:
         clingo.ast.parse_files([str(path)], visit, logger=lambda _c, m: messages.append(m),
@@ -179,8 +197,12 @@ def run_rules(path: str | Path, rules: list[str | Path] | None = None,
     defined |= {s for f in shipped for s in read_user_rules(f).defines}
     for name, arity in shown:
         if (name, arity) not in defined:
-            raise RuleError(f"error: --show {name}/{arity}: no loaded rule derives it and it "
-                            "is not an input relation of rules/SCHEMA.md")
+            origin = next((f"{u.path}:{line}:{column}: error: #show {name}/{arity}"
+                           for u in users
+                           for line, column in [u.show_places.get((name, arity), (1, 1))]
+                           if (name, arity) in u.shows), f"error: --show {name}/{arity}")
+            raise RuleError(f"{origin}: no loaded rule derives it and it is not an input "
+                            "relation of rules/SCHEMA.md")
     program = load(path)
     kernels = program.kernels
     if kernel is not None:
@@ -193,6 +215,8 @@ def run_rules(path: str | Path, rules: list[str | Path] | None = None,
         facts = facts_text(prepare(k)[0], shape=kernel_shape(k, None)[0])
         try:
             solved = solve(rule_files, facts, show=shown, known=known, budget=budget)
+        except UnsatisfiableError as error:  # depends on the kernel: say which
+            raise in_context(error, program.path, k.loc, f"kernel {k.name}") from None
         except RuleError as error:
             raise _hint(error, default_rules) from None
         relations: dict[tuple[str, int], list[clingo.Symbol]] = {s: [] for s in shown}

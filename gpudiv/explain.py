@@ -29,6 +29,7 @@ from gpudiv.commands import (
     one_line_errors,
 )
 from gpudiv.findings import shortest_chain
+from gpudiv.ir import Program
 from gpudiv.load import load
 from gpudiv.solve import shipped_rule
 
@@ -275,7 +276,13 @@ def analyse_for_explanation(kernel, analysis: str) -> KernelResult:
 def explain(path: str, variable: str, kernel: str | None = None,
             analysis: str = DEFAULT_ANALYSIS) -> list[Explanation]:
     """Explanations of VAR (an SSA name like `d#4`, or a source name: all its SSA names)."""
-    program = load(path)
+    return explain_program(load(path), variable, kernel, analysis)
+
+
+def explain_program(program: Program, variable: str, kernel: str | None = None,
+                    analysis: str = DEFAULT_ANALYSIS) -> list[Explanation]:
+    """Explanations of VAR in a loaded program (its diagnostics are the caller's)."""
+    path = program.path
     if program.errors and not program.kernels:
         raise CommandError(str(program.errors[0]))
     kernel = choose_kernel(path, [k.name for k in program.kernels], kernel)
@@ -313,7 +320,12 @@ def render_text(explanations: list[Explanation]) -> str:
 @one_line_errors
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explain one variable of one kernel."""
-    explanations = explain(args.file, args.variable, args.kernel, args.analysis)
+    program = load(args.file)
+    for diagnostic in program.diagnostics:
+        print(str(diagnostic), file=sys.stderr)
+    if program.errors and not program.kernels:
+        return EXIT_ERROR
+    explanations = explain_program(program, args.variable, args.kernel, args.analysis)
     if args.format == "json":
         json.dump({"tool": "gpudiv", "version": __version__, "path": args.file,
                    "explanations": [e.as_dict() for e in explanations]}, sys.stdout, indent=2,
@@ -321,15 +333,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(explanations))
-    return EXIT_OK if explanations else EXIT_ERROR
+    return EXIT_OK if explanations and not program.errors else EXIT_ERROR
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `explain` to the `gpudiv` subcommand parser."""
     parser = sub.add_parser("explain", help="why a variable is divergent or not constant")
-    parser.add_argument("file")
+    parser.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
     parser.add_argument("variable", metavar="VAR", help="SSA name (d#4) or source name (d)")
-    parser.add_argument("--kernel")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS)
+    parser.add_argument("--kernel", help="the kernel (needed when the file has several)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format")
+    parser.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+                        help="the analysis whose reasons are shown")
     parser.set_defaults(handler=cmd_explain)

@@ -74,9 +74,11 @@ def cmd_random(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `random` to the `gpudiv` subcommand parser."""
     parser = sub.add_parser("random", help="random terminating programs (property tests)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the first program (the next ones count up)")
     parser.add_argument("--count", type=int, default=1, help="with -o: programs to write")
-    parser.add_argument("--statements", type=int, default=20)
+    parser.add_argument("--statements", type=int, default=20,
+                        help="statements per program")
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--cycles", action="store_true",
                        help="irreducible cycles, switch chains, multi-way exits (ipdom)")

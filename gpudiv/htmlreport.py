@@ -17,6 +17,7 @@ from gpudiv.api import FileAnalysis
 from gpudiv.corpus import CorpusSummary
 from gpudiv.dot import GraphvizError, cfg_dot, dot_to_svg, graphviz_available
 from gpudiv.findings import Finding, kernel_findings, shown_path
+from gpudiv.wording import count
 
 # Kernels with more blocks than this get no picture (Graphviz layout time grows fast).
 MAX_CFG_BLOCKS = 400
@@ -81,11 +82,12 @@ def _svg(result: KernelResult, pictures: bool) -> str:
 def _kernel_section(path: str, result: KernelResult, pictures: bool) -> str:
     s = result.summary
     parts = [f"<h3>kernel <code>{_e(result.name)}</code> <span class='muted'>"
-             f"({result.instructions} instructions, {result.blocks} blocks, analysis "
+             f"({count(result.instructions, 'instruction')}, {count(result.blocks, 'block')}, "
+             "analysis "
              f"{_e(result.analysis)})</span></h3>",
-             f"<p>{s['variables']} variables: {s['uniform']} uniform ({s['constant']} "
+             f"<p>{count(s['variables'], 'variable')}: {s['uniform']} uniform ({s['constant']} "
              f"constant), {s['affine']} affine, <span class='divergent'>{s['divergent']} "
-             f"divergent</span>; {s['branches']} branches, <span class='divergent'>"
+             f"divergent</span>; {count(s['branches'], 'branch')}, <span class='divergent'>"
              f"{s['divergent_branches']} divergent</span></p>"]
     parts += [_finding_html(f) for f in kernel_findings(path, result)]
     rows = [[_e(b.label), str(b.line), _e(b.condition or "-"),

@@ -10,7 +10,7 @@ from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.perf import paused_gc
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
-LANGUAGES = {".musimd": "musimd", ".simd": "musimd", ".ptx": "ptx"}
+LANGUAGES = {".musimd": "musimd", ".ptx": "ptx"}  # the suffixes the README names
 
 
 class LoadError(Exception):
@@ -38,11 +38,24 @@ def read_source(path: Path) -> str:
     if size > MAX_FILE_BYTES:
         raise LoadError(f"{path}: error: file too large ({size} bytes; limit {MAX_FILE_BYTES})")
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise LoadError(f"{path}: error: not UTF-8 text (byte {error.start})") from None
+        data = path.read_bytes()
     except OSError as error:
         raise LoadError(f"{path}: error: {error.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line, column = _place_of_byte(data, error.start)
+        raise LoadError(f"{path}:{line}:{column}: error: not UTF-8 text: byte "
+                        f"0x{data[error.start]:02x} cannot start or continue a UTF-8 "
+                        "character") from None
+    return text.removeprefix("\ufeff")  # a byte-order mark is not part of the program
+
+
+def _place_of_byte(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of a byte offset of undecodable data."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    prefix = data[line_start:offset].decode("utf-8", errors="replace")
+    return data.count(b"\n", 0, offset) + 1, len(prefix) + 1
 
 
 def parse_text(text: str, path: str, language: str = "musimd") -> ir.Program:
@@ -58,5 +71,10 @@ def parse_text(text: str, path: str, language: str = "musimd") -> ir.Program:
 def load(path: str | Path) -> ir.Program:
     """Read and parse one source file (μ-SIMD or PTX, by extension)."""
     path = Path(path)
+    if path.is_dir():
+        raise LoadError(f"{path}: error: is a directory (give a .musimd or .ptx file; "
+                        "`gpudiv analyze`, `check` and `facts` search folders)")
+    if not path.exists():
+        raise LoadError(f"{path}: error: no such file")
     language = language_of(path)
     return parse_text(read_source(path), str(path), language)

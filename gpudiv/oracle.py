@@ -23,6 +23,10 @@ from gpudiv.interp.ptx import CHECK_SHAPES, PtxLaunch, synthesize_launches
 from gpudiv.launch_shape import BlockShape, special_values
 from gpudiv.stack_slots import original
 
+# Warp steps a μ-SIMD launch of `gpudiv check` may take (the samples need at most about
+# 6,000): a kernel that never ends is given up in seconds, with the reason.
+CHECK_MAX_STEPS = 20_000
+
 # Launch shapes of `gpudiv check`: (threads, warp width).
 DEFAULT_SHAPES = ((1, 4), (5, 4), (32, 4), (64, 4), (100, 4),
                   (1, 32), (5, 32), (32, 32), (64, 32), (100, 32))
@@ -215,8 +219,11 @@ def _shape_claims(result: KernelResult) -> dict[str, tuple[str, int | None | tup
 
 def random_launches(kernel: ir.Kernel, seed: int,
                     shapes: Iterable[tuple[int, int]] = DEFAULT_SHAPES,
-                    reconvergence: str = "auto") -> list[LaunchConfig]:
-    """Launch configurations with random parameter values and random shared memory."""
+                    reconvergence: str = "auto",
+                    max_steps: int | None = None) -> list[LaunchConfig]:
+    """Launch configurations with random parameter values and random shared memory (and
+    a step budget per launch: `max_steps`, else the interpreter's default)."""
+    budget = {} if max_steps is None else {"max_steps": max_steps}
     rng = random.Random(seed)
     launches = []
     for threads, width in shapes:
@@ -224,19 +231,22 @@ def random_launches(kernel: ir.Kernel, seed: int,
                   for p in kernel.params}
         shared = {a: rng.randint(-50, 50) for a in range(64)}
         launches.append(LaunchConfig(threads=threads, warp_width=width, params=params,
-                                     shared=shared, reconvergence=reconvergence))
+                                     shared=shared, reconvergence=reconvergence,
+                                     **budget))
     return launches
 
 
-def ptx_launches(kernel: ir.Kernel, seed: int,
-                 block: BlockShape | None = None) -> list[PtxLaunch]:
+def ptx_launches(kernel: ir.Kernel, seed: int, block: BlockShape | None = None,
+                 max_steps: int | None = None) -> list[PtxLaunch]:
     """Launches of `gpudiv check` for a PTX kernel: several grid/block shapes (a partial
     last warp, 2-D and 3-D blocks), generous buffers, small random scalars. With a block
-    shape, every launch has exactly that shape (the claims assume it) and the grids vary."""
+    shape, every launch has exactly that shape (the claims assume it) and the grids vary;
+    `max_steps` warp steps per launch (None: the interpreter's check default)."""
+    steps = {} if max_steps is None else {"max_steps": max_steps}
     if block is None:
-        return synthesize_launches(kernel, seed)
+        return synthesize_launches(kernel, seed, **steps)
     shapes = tuple((grid, block.dims, fill) for grid, _, fill in CHECK_SHAPES)
-    return synthesize_launches(kernel, seed, shapes=shapes)
+    return synthesize_launches(kernel, seed, shapes=shapes, **steps)
 
 
 def check_kernel(result: KernelResult, launches: list[LaunchConfig],
@@ -254,8 +264,10 @@ def check_kernel(result: KernelResult, launches: list[LaunchConfig],
             failures.append(str(error))
             continue
         finally:
-            report.uses_checked += observer.uses_checked
+            # A violation seen before a run stopped is still a violation; its uses are
+            # not counted as checked (the totals count finished runs only).
             report.violations.extend(observer.violations)
+        report.uses_checked += observer.uses_checked
         report.runs += 1
         add_counters(report.counters, outcome.counters)
     if report.runs == 0:

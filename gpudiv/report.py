@@ -17,6 +17,7 @@ from gpudiv.analyses.results import KernelResult
 from gpudiv.api import FileAnalysis
 from gpudiv.findings import Finding, branch_origins
 from gpudiv.oracle import CheckReport
+from gpudiv.wording import count
 
 
 def _round(ms: float) -> float:
@@ -131,8 +132,8 @@ def _class_style(klass: str) -> str | None:
 
 def render_kernel(console: Console, path: str, result: KernelResult) -> None:
     """Variables, branches and a summary line for one kernel."""
-    console.print(f"{path}: kernel {result.name} ({result.instructions} instructions, "
-                  f"{result.blocks} blocks, analysis {result.analysis})",
+    console.print(f"{path}: kernel {result.name} ({count(result.instructions, 'instruction')}, "
+                  f"{count(result.blocks, 'block')}, analysis {result.analysis})",
                   markup=False, highlight=False)
     rows = []
     for var in sorted(result.variables, key=lambda v: (v.line, v.name)):
@@ -154,9 +155,10 @@ def render_kernel(console: Console, path: str, result: KernelResult) -> None:
     _table(console, "branches", header, branch_rows,
            ["red" if b.divergent else None for b in result.branches])
     s = result.summary
-    console.print(f"  summary: {s['variables']} variables: {s['uniform']} uniform "
+    console.print(f"  summary: {count(s['variables'], 'variable')}: {s['uniform']} uniform "
                   f"({s['constant']} constant), {s['affine']} affine, {s['divergent']} "
-                  f"divergent; {s['branches']} branches, {s['divergent_branches']} divergent",
+                  f"divergent; {count(s['branches'], 'branch')}, {s['divergent_branches']} "
+                  "divergent",
                   markup=False, highlight=False)
 
 
@@ -190,8 +192,9 @@ def render_check(files: list[tuple[str, list[CheckReport]]], out: TextIO) -> Non
             status = r.status if r.status != "checked" else (
                 "VIOLATED" if r.violations else "ok")
             extra = f" ({r.reason})" if r.reason else ""
-            out.write(f"{path}: kernel {r.name}: {status}: {r.runs} runs, {r.uses_checked} "
-                      f"uses checked, {len(r.violations)} violations{extra}\n")
+            out.write(f"{path}: kernel {r.name}: {status}: {count(r.runs, 'run')}, "
+                      f"{count(r.uses_checked, 'use')} checked, "
+                      f"{count(len(r.violations), 'violation')}{extra}\n")
             if r.counters:
                 c = r.counters
                 out.write(f"  {r.reconvergence}: {c['warp_instructions']} warp instructions, "
@@ -203,6 +206,6 @@ def render_check(files: list[tuple[str, list[CheckReport]]], out: TextIO) -> Non
                 out.write(f"{path}:{v.line}: violation: {v}\n")
     reports = [r for _, rs in files for r in rs]
     skipped = sum(1 for r in reports if r.status == "not-executed")
-    out.write(f"{len(reports) - skipped} kernels checked, {skipped} not executed, "
-              f"{sum(r.uses_checked for r in reports)} uses checked, "
-              f"{sum(len(r.violations) for r in reports)} violations\n")
+    out.write(f"{count(len(reports) - skipped, 'kernel')} checked, {skipped} not executed, "
+              f"{count(sum(r.uses_checked for r in reports), 'use')} checked, "
+              f"{count(sum(len(r.violations) for r in reports), 'violation')}\n")

@@ -53,6 +53,24 @@ DEFAULT_BUDGET = Budget()
 UNLIMITED = Budget(0, 0)
 
 
+class UnsatisfiableError(RuleError):
+    """The rules have no answer set for a kernel's facts (an integrity constraint fails)."""
+
+
+_LOCATED = re.compile(r"^\S.*?:\d+:\d+: error: ")
+
+
+def in_context(error: RuleError, path: str, loc, context: str) -> RuleError:
+    """The error with the kernel (and variant) it happened for; the line keeps starting
+    with `FILE:LINE:COL: error:` (the rule file's place, else the kernel's) for editors and
+    CI log parsers."""
+    text = str(error)
+    if _LOCATED.match(text):
+        return type(error)(f"{text} ({context})")
+    message = text.removeprefix("error: ")
+    return type(error)(f"{path}:{loc.line}:{loc.column}: error: {context}: {message}")
+
+
 @dataclass
 class SolveResult:
     """Shown atoms by predicate name, as tuples of Python values, plus statistics."""
@@ -169,6 +187,9 @@ def _format_messages(messages: list[str]) -> str:
                 return unsafe
         if match:
             text = match["msg"].replace("error: ", "", 1).replace("info: ", "", 1)
+            more = [x.strip() for x in message.strip().splitlines()[1:] if x.strip()]
+            if more and text.endswith(":"):  # e.g. `file could not be opened:` + the name
+                text = f"{text} {' '.join(more)}"
             return f"{match['file']}:{match['line']}:{match['col']}: error: {text}"
     return "error: " + (messages[0].strip().splitlines()[0] if messages else "clingo failed")
 
@@ -294,7 +315,8 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
     outcome = control.solve(on_model=on_model)
     result.solve_ms = (time.perf_counter() - start) * 1000
     if not outcome.satisfiable:
-        raise RuleError("error: the rules have no answer set for these facts")
+        raise UnsatisfiableError("error: the rules have no answer set for these facts (an "
+                                 "integrity constraint fails)")
     result.symbols = model_symbols
     stats = control.statistics.get("problem", {}).get("lp", {})
     result.atom_count = int(stats.get("atoms", 0))

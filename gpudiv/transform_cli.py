@@ -27,7 +27,8 @@ EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `transform` to the `gpudiv` subcommand parser."""
     parser = sub.add_parser("transform", help="rewrite kernels with passes, print and verify")
-    parser.add_argument("files", nargs="*", metavar="FILE|DIR")
+    parser.add_argument("files", nargs="*", metavar="FILE|DIR",
+                        help="files, and folders searched for .musimd/.ptx files")
     parser.add_argument("--pass", dest="passes", metavar="P[,P…]",
                         help="passes to run in order (see --list)")
     parser.add_argument("--list", action="store_true", help="list the passes and exit")
@@ -36,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="write the result (a folder when the input is a folder)")
     parser.add_argument("--verify", action="store_true",
                         help="run original and result on the interpreter and compare memory")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format")
     parser.add_argument("--json", dest="format", action="store_const", const="json",
                         help="same as --format json")
     parser.add_argument("--seed", type=int, default=0, help="for the synthesized launches")

@@ -113,7 +113,7 @@ def test_run_json(capsys):
 def test_runtime_errors_exit_2(tmp_path, capsys):
     source = tmp_path / "div.musimd"
     source.write_text("kernel k(n)\n x = 1 / n\n stop\n")
-    code, _, err = run_cli(capsys, "run", str(source), "--threads", "2")
+    code, _, err = run_cli(capsys, "run", str(source), "--threads", "2", "--param", "n=0")
     assert code == 2
     assert err.count("\n") == 1 and "division by zero" in err and "kernel k, line 2" in err
     loop = tmp_path / "loop.musimd"
@@ -128,7 +128,7 @@ def test_run_usage_errors(capsys):
     code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--param", "zz=1")
     assert code == 2 and "has no parameter 'zz'" in err
     code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--param", "c")
-    assert code == 2 and "bad parameter 'c'" in err
+    assert code == 2 and "bad --param 'c'" in err
 
 
 def test_check_json_contract(capsys):
@@ -161,4 +161,106 @@ def test_check_searches_folders_like_analyze(capsys, tmp_path):
     assert document["violations"] == 0
     (tmp_path / "empty").mkdir()
     assert main(["check", str(tmp_path / "empty")]) == 2
-    assert "no .musimd/.ptx/.simd files" in capsys.readouterr().err
+    assert "no .musimd/.ptx files" in capsys.readouterr().err
+
+
+def test_help_lists_every_command_and_every_option_has_help():
+    from gpudiv.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.dest == "command"]
+    commands = set(sub.choices)
+    assert {"analyze", "check", "run", "explain", "compare", "cfg", "solve", "rules",
+            "facts"} <= commands
+    description = parser.description
+    assert all(name in description for name in commands)
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            if action.dest != "help":
+                assert action.help, f"gpudiv {name} {action.option_strings or action.dest}"
+    run_help = " ".join(sub.choices["run"].format_help().split())
+    assert "gpudiv.ptxrun" not in run_help
+    assert "(default: 32)" in run_help and "(default: 1000000)" in run_help
+
+
+def test_run_names_missing_parameters_and_bad_options(capsys):
+    code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--param", "c=4")
+    assert code == 2
+    assert err.strip() == (f"{SUM_TRIANGLE}:7:1: error: kernel sumTriangle: no value for "
+                           "parameters m, v (give --param m=VALUE --param v=VALUE)")
+    code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--shared", "x=1")
+    assert code == 2 and "bad --shared 'x=1' (expected ADDRESS=VALUE" in err
+    code, _, err = run_cli(capsys, "run", SUM_TRIANGLE, "--seed", "-1")
+    assert code == 2 and err.strip() == "error: --seed must be 0 or more (got -1)"
+    code, _, err = run_cli(capsys, "check", SUM_TRIANGLE, "--seed", "-1")
+    assert code == 2 and err.strip() == "error: --seed must be 0 or more (got -1)"
+    code, _, err = run_cli(capsys, "run", str(SAMPLES))
+    assert code == 2 and "is a directory" in err and "unknown file type" not in err
+
+
+def test_run_takes_negative_values_after_options_and_warns_wide_ones(capsys):
+    code, out, err = run_cli(capsys, "run", SUM_TRIANGLE, "--threads", "4", "--warp", "4",
+                             "--param", "c=4", "--param", "m=0", "--param", "v=4294967396",
+                             "--shared", "-1=5")
+    assert code == 0
+    assert err.strip() == (f"{SUM_TRIANGLE}: warning: --param v=4294967396 does not fit in "
+                           "32 bits; the kernel gets 100")
+    assert "[-1]=5" in out and "[101]=" in out
+
+
+def test_run_trace_is_printed_up_to_a_fault(tmp_path, capsys):
+    source = tmp_path / "div.musimd"
+    source.write_text("kernel k(n)\n x = 1\n y = x / n\n stop\n")
+    code, out, err = run_cli(capsys, "run", str(source), "--threads", "2", "--param", "n=0",
+                             "--trace")
+    assert code == 2 and "division by zero" in err
+    rows = out.splitlines()
+    assert rows[0].split()[:5] == ["step", "warp", "line", "label", "instruction"]
+    assert [r.split()[2] for r in rows[1:]] == ["2", "3"]  # up to the faulting line
+
+
+def test_check_gives_up_a_divergent_endless_loop_with_the_reason(tmp_path, capsys):
+    source = tmp_path / "spin.musimd"
+    source.write_text("kernel spin(a)\nL: p = tid < 1\n  bnz p, L\n  sync\n  stop\n")
+    code, out, _ = run_cli(capsys, "check", str(source))
+    assert code == 0
+    assert "not-executed: 0 runs, 0 uses checked" in out
+    assert "did not finish within 20000 warp steps" in out
+    assert out.splitlines()[-1] == ("0 kernels checked, 1 not executed, 0 uses checked, "
+                                    "0 violations")
+    code, out, _ = run_cli(capsys, "check", str(source), "--max-steps", "100")
+    assert "did not finish within 100 warp steps" in out
+
+
+def test_counts_are_pluralised(capsys):
+    code, out, _ = run_cli(capsys, "check", SUM_TRIANGLE)
+    assert out.splitlines()[-1].startswith("1 kernel checked, 0 not executed, ")
+    code, out, _ = run_cli(capsys, "compare", SUM_TRIANGLE)
+    assert "total (1 kernel)" in out
+
+
+def test_unreachable_code_is_warned_by_analyze(tmp_path, capsys):
+    source = tmp_path / "u.musimd"
+    source.write_text("kernel k(a)\n  stop\n  x = 1\n  stop\n")
+    code, out, err = run_cli(capsys, "analyze", "--format", "json", str(source))
+    assert code == 0
+    assert err.strip() == (f"{source}:3:3: warning: kernel k: unreachable code: never "
+                           "executed, left out of the analysis")
+    (entry,) = json.loads(out)["inputs"]
+    assert [w["line"] for w in entry["warnings"]] == [3]
+
+
+def test_long_work_reports_its_stages():
+    """What the progress display on a terminal shows: reading, each kernel prepared and
+    solved, each kernel checked."""
+    from gpudiv import api
+
+    seen = []
+    path = str(Path(__file__).parents[1] / "samples" / "cuda" / "locks_spin.O3.ptx")
+    result = api.analyze(path, on_progress=lambda *event: seen.append(event))
+    assert seen[0] == ("reading", 0, 0)
+    assert [e for e in seen if e[0] == "preparing"] == [("preparing", i, 4) for i in (1, 2, 3, 4)]
+    assert seen[-1] == ("solving", 4, 4)
+    checked = []
+    api.check(result, on_progress=lambda *event: checked.append(event), max_steps=100)
+    assert checked == [("checking", i, 4) for i in range(4)]

@@ -45,7 +45,7 @@ def test_folders_are_searched_recursively(corpus):
 
 def test_empty_folder_is_an_error(tmp_path):
     (tmp_path / "empty" / "sub").mkdir(parents=True)
-    with pytest.raises(CorpusError, match="no .musimd/.ptx/.simd files in this folder"):
+    with pytest.raises(CorpusError, match="no .musimd/.ptx files in this folder"):
         collect_inputs([tmp_path / "empty"])
 
 
@@ -126,7 +126,7 @@ def test_analyze_usage_errors_are_one_line(capsys, args, message):
 def test_analyze_empty_folder(tmp_path, capsys):
     code, out, err = run_cli(capsys, "analyze", str(tmp_path))
     assert code == 2 and out == ""
-    assert err.strip() == f"{tmp_path}: error: no .musimd/.ptx/.simd files in this folder"
+    assert err.strip() == f"{tmp_path}: error: no .musimd/.ptx files in this folder"
 
 
 def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):

@@ -134,3 +134,28 @@ def test_rules_command_lists_shipped_files(capsys):
     code, out, _ = run_cli(capsys, "rules", "--format", "json")
     files = {f["file"]: f for f in json.loads(out)}
     assert {"relation": "reason/3"} .items() <= files["divergence.lp"]["derives"][-1].items()
+
+
+def test_rule_messages_say_what_and_where(tmp_path, capsys):
+    include = tmp_path / "inc.lp"
+    include.write_text('#include "missing.lp".\n')
+    code, _, err = run_cli(capsys, "solve", str(GATHER), "--rules", str(include))
+    assert code == 2 and err.strip() == (f"{include}:1:1: error: file could not be opened: "
+                                         "missing.lp")
+    code, _, err = run_cli(capsys, "compare", str(GATHER), "--rules", str(include))
+    assert code == 2 and err.startswith(f"{include}:1:1: error: file could not be opened: "
+                                        "missing.lp (kernel gather, variant affine2+inc.lp)")
+    external = tmp_path / "ext.lp"
+    external.write_text("#external e.\n#show e/0.\n")
+    code, out, err = run_cli(capsys, "solve", str(GATHER), "--rules", str(external))
+    assert code == 0 and err == "" and "e/0: (none)" in out
+    shows = tmp_path / "show.lp"
+    shows.write_text("% nothing derives it\n#show zz/1.\n")
+    code, _, err = run_cli(capsys, "solve", str(GATHER), "--rules", str(shows))
+    assert code == 2 and err.startswith(f"{shows}:2:1: error: #show zz/1: no loaded rule")
+    unsat = tmp_path / "unsat.lp"
+    unsat.write_text(":- divergent(V).\n")
+    code, _, err = run_cli(capsys, "solve", str(GATHER), "--rules", str(unsat))
+    assert code == 2 and err.strip() == (f"{GATHER}:3:1: error: kernel gather: the rules have "
+                                         "no answer set for these facts (an integrity "
+                                         "constraint fails)")

@@ -169,7 +169,7 @@ def test_facts_bad_input_is_one_line(tmp_path, capsys, args, message):
 def test_facts_of_an_empty_folder(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     code, _, err = run_cli(capsys, "facts", str(tmp_path / "empty"), "-o", str(tmp_path / "o"))
-    assert code == 2 and err.strip().endswith("error: no .musimd/.ptx/.simd files in this folder")
+    assert code == 2 and err.strip().endswith("error: no .musimd/.ptx files in this folder")
 
 
 def test_atoms_are_read_without_clingo_for_flat_terms():

@@ -21,7 +21,7 @@ from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
     branch_results,
-    undefined_variable_warnings,
+    kernel_warnings,
 )
 from gpudiv.analyses.simple import HIDDEN_KINDS, _gates, first_reasons, joins_by_block
 from gpudiv.solve import Budget, SolveResult, shipped_rule
@@ -75,7 +75,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
             constants.get(var.name), reasons.get(var.name), _gates(var, joins, ssa.cfg.rejoins),
             values[var.name]))
     branches = branch_results(ssa, solved.unary("affine_divergent_branch"))
-    warnings = undefined_variable_warnings(ssa)
+    warnings = kernel_warnings(ssa)
     relations = dict(solved.atoms)
     # The generic names that reports and findings read (reason/3, as divergence.lp).
     relations["reason"] = list(relations.get("affine_reason", []))

@@ -199,20 +199,26 @@ class Analysis:
         return result
 
     def run(self, kernels: list[ir.Kernel],
-            block: BlockShape | None = None) -> list[KernelResult | RuleError]:
+            block: BlockShape | None = None,
+            on_progress: Callable[[str, int, int], None] | None = None
+            ) -> list[KernelResult | RuleError]:
         """Analyse kernels (e.g. all of a file); per kernel its result or its rule error
         (a `SizeLimit` for a kernel too large to analyse). `block`: the block shape of
-        every launch (a kernel's `.reqntid` wins).
+        every launch (a kernel's `.reqntid` wins). `on_progress(stage, done, total)` hears
+        of each kernel prepared (stage "preparing": CFG, SSA, facts) and solved
+        ("solving").
 
         With the cyclic garbage collector paused throughout: turning hundreds of thousands
         of atoms into tuples and results made it rescan every live IR object again and
         again (a 50,000-instruction kernel spent about half its time there)."""
         with paused_gc():
-            return self._run(kernels, block)
+            return self._run(kernels, block, on_progress)
 
-    def _run(self, kernels: list[ir.Kernel],
-             block: BlockShape | None) -> list[KernelResult | RuleError]:
+    def _run(self, kernels: list[ir.Kernel], block: BlockShape | None,
+             on_progress: Callable[[str, int, int], None] | None
+             ) -> list[KernelResult | RuleError]:
         """`run` without the garbage-collector pause."""
+        report = on_progress or (lambda _stage, _done, _total: None)
         prepared: dict[int, _Prepared] = {}
         results: dict[int, KernelResult | RuleError] = {}
         for i, kernel in enumerate(kernels):
@@ -224,13 +230,18 @@ class Analysis:
             shape, warning = kernel_shape(kernel, block)
             prepared[i] = _Prepared(kernel, ssa, {"ssa": ssa_ms}, shape=shape,
                                     shape_warning=warning)
+            report("preparing", i + 1, len(kernels))
         if len(prepared) > 1 and self.shares_runs:
             for group in _groups(prepared, self.relations):
                 solved = self._solve_together({i: prepared[i].facts for i in group})
                 for i, own in (solved or {}).items():
                     results[i] = self._result(prepared[i], own)
-        return [results[i] if i in results else self._solve_alone(prepared[i])
-                for i in range(len(kernels))]
+                report("solving", len(results), len(kernels))
+        for i in range(len(kernels)):
+            if i not in results:
+                results[i] = self._solve_alone(prepared[i])
+                report("solving", len(results), len(kernels))
+        return [results[i] for i in range(len(kernels))]
 
     def _solve_together(self, facts: dict[int, str]) -> dict[int, SolveResult] | None:
         """One clingo run for a group of kernels; None when they must be solved alone."""

@@ -99,6 +99,25 @@ class KernelResult:
         }
 
 
+def kernel_warnings(ssa: SSAForm) -> list[tuple[str, ir.Loc]]:
+    """The warnings of an analysed kernel: code never executed, then variables read
+    before they are defined."""
+    return unreachable_warnings(ssa) + undefined_variable_warnings(ssa)
+
+
+def unreachable_warnings(ssa: SSAForm) -> list[tuple[str, ir.Loc]]:
+    """One warning per block that no path from the entry reaches (it is left out)."""
+    blocks = {b.label: b for b in ssa.cfg.kernel.blocks}
+    warnings = []
+    for label in ssa.cfg.unreachable:
+        block = blocks[label]
+        loc = block.instructions[0].loc if block.instructions else block.loc
+        named = f" (block {label})" if block.user_label else ""
+        warnings.append((f"unreachable code{named}: never executed, left out of the "
+                         "analysis", loc))
+    return warnings
+
+
 def undefined_variable_warnings(ssa: SSAForm) -> list[tuple[str, ir.Loc]]:
     """One warning per variable read before any definition, at its first such read."""
     return [(f"variable '{source}' may be read before it is defined (treated as divergent)",

@@ -13,7 +13,7 @@ from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
     branch_results,
-    undefined_variable_warnings,
+    kernel_warnings,
 )
 from gpudiv.cfg import Rejoin
 from gpudiv.solve import SolveResult, shipped_rule
@@ -74,7 +74,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
                                         constants.get(var.name), reasons.get(var.name),
                                         _gates(var, joins, ssa.cfg.rejoins)))
     branches = branch_results(ssa, solved.unary("divergent_branch"))
-    warnings = undefined_variable_warnings(ssa)
+    warnings = kernel_warnings(ssa)
     return KernelResult(
         kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
         ssa, timing, {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,

@@ -6,6 +6,7 @@ others; instructions are then split into basic blocks and labels are resolved.
 
 from __future__ import annotations
 
+import re
 import time
 from functools import cache
 from importlib import resources
@@ -17,6 +18,11 @@ from gpudiv import ir
 
 # Special registers of μ-SIMD and whether they differ between the lanes of a warp.
 SPECIALS = {"tid": "divergent", "laneid": "divergent", "warpid": "uniform", "ntid": "uniform"}
+# Words that cannot name a variable or parameter (README, "μ-SIMD syntax").
+RESERVED = frozenset({"kernel", "bz", "bnz", "jump", "sync", "barrier", "stop", "shared",
+                      "local", "atominc", "atomadd", "min", "max", *SPECIALS})
+_KERNEL_HEADER = re.compile(r"\s*kernel[ \t]+[A-Za-z_]")
+_ASSIGNED = re.compile(r"\s*(?:[A-Za-z_][A-Za-z0-9_.]*\s*:)?\s*([A-Za-z_][A-Za-z0-9_.]*)\s*=(?!=)")
 
 
 @cache
@@ -96,7 +102,7 @@ class _ToIR(Transformer):
         return children
 
     def params(self, children):
-        return [str(c) for c in children]
+        return list(children)  # tokens: their places are needed to report reserved words
 
     def kernel(self, children):
         keyword, name, params, *lines = children
@@ -109,8 +115,7 @@ class _ToIR(Transformer):
 def _chunks(text: str) -> list[tuple[int, str]]:
     """Split a file into (first line number, text) pieces, one per `kernel` header."""
     lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("kernel")
-              and line.lstrip()[6:7] in (" ", "\t", "(")]
+    starts = [i for i, line in enumerate(lines) if _KERNEL_HEADER.match(line)]
     if not starts or starts[0] != 0:
         starts = [0, *starts]
     bounds = [*starts, len(lines)]
@@ -135,6 +140,8 @@ def _syntax_message(error: UnexpectedInput) -> str:
         if token.type == "$END":
             return "unexpected end of file"
         shown = "end of line" if token.type == "_NL" else repr(token.value)
+        if token.value in RESERVED:
+            shown += " (a reserved word: it cannot name a variable or a parameter)"
         expected = sorted({_TOKEN_WORDS.get(e, e.lower()) for e in error.expected
                            if not e.startswith("_") and e != "$END"})
         hint = f"; expected one of {', '.join(expected[:8])}" if expected else ""
@@ -203,6 +210,51 @@ def _check_targets(kernel: ir.Kernel, path: str, diagnostics: list[ir.Diagnostic
     return ok
 
 
+def _check_params(kernel: str, params: list[Token], path: str,
+                  diagnostics: list[ir.Diagnostic]) -> list[str]:
+    """The parameter names; errors for reserved words, warnings for repeated names."""
+    seen: dict[str, Token] = {}
+    for token in params:
+        name = str(token)
+        if name in RESERVED:
+            diagnostics.append(ir.Diagnostic(
+                "error", f"'{name}' is a reserved word and cannot name a parameter "
+                f"(kernel {kernel})", path, token.line or 0, token.column or 1))
+        elif name in seen:
+            diagnostics.append(ir.Diagnostic(
+                "warning", f"kernel {kernel}: parameter '{name}' is listed twice (also "
+                f"column {seen[name].column}); both positions get the same value",
+                path, token.line or 0, token.column or 1))
+        seen.setdefault(name, token)
+    return [str(t) for t in params]
+
+
+def _check_literals(kernel: ir.Kernel, path: str, diagnostics: list[ir.Diagnostic]) -> None:
+    """A warning for every integer literal that 32-bit values cannot hold."""
+    for instr in kernel.instructions():
+        for arg in instr.args:
+            if isinstance(arg, ir.Const) and not -(1 << 31) <= arg.value < 1 << 32:
+                wrapped = (arg.value + (1 << 31)) % (1 << 32) - (1 << 31)
+                diagnostics.append(ir.Diagnostic(
+                    "warning", f"kernel {kernel.name}: integer literal {arg.value} does not "
+                    f"fit in 32 bits; it is taken modulo 2^32 ({wrapped})",
+                    path, instr.loc.line, instr.loc.column))
+
+
+def _reserved_assignments(chunk: str, first_line: int, path: str,
+                          diagnostics: list[ir.Diagnostic]) -> bool:
+    """Errors for assignments to reserved words (`tid = a`, `kernel = a`); True if any."""
+    found = False
+    for number, line in enumerate(chunk.splitlines(), first_line):
+        match = _ASSIGNED.match(line.split("#", 1)[0])
+        if match and match[1] in RESERVED:
+            diagnostics.append(ir.Diagnostic(
+                "error", f"'{match[1]}' is a reserved word and cannot be assigned",
+                path, number, match.start(1) + 1))
+            found = True
+    return found
+
+
 def _register_table(kernel: ir.Kernel) -> dict[str, str]:
     """Every parameter and assigned variable, all of μ-SIMD's one type (32-bit integer)."""
     names = [*kernel.params, *(i.dest for i in kernel.instructions() if i.dest is not None)]
@@ -226,6 +278,8 @@ def parse_musimd(text: str, path: str = "<string>") -> ir.Program:
         if not padded.endswith("\n"):
             padded += "\n"
         start = time.perf_counter()
+        if _reserved_assignments(chunk, first_line, path, program.diagnostics):
+            continue
         try:
             parsed = parser().parse(padded)
         except UnexpectedInput as error:
@@ -244,6 +298,7 @@ def parse_musimd(text: str, path: str = "<string>") -> ir.Program:
                 continue
             names[kname] = loc
             before = len(program.errors)
+            params = _check_params(kname, params, path, program.diagnostics)
             blocks = _split_blocks(kname, lines, path, program.diagnostics)
             kernel = ir.Kernel(kname, params, blocks, loc, specials=dict(SPECIALS))
             kernel.registers = _register_table(kernel)
@@ -251,6 +306,7 @@ def parse_musimd(text: str, path: str = "<string>") -> ir.Program:
                 program.diagnostics.append(ir.Diagnostic(
                     "error", f"kernel '{kname}' has no instructions", path, loc.line, loc.column))
                 continue
+            _check_literals(kernel, path, program.diagnostics)
             if _check_targets(kernel, path, program.diagnostics) and len(program.errors) == before:
                 _attach_text(kernel, padded)
                 program.kernels.append(kernel)

@@ -49,6 +49,7 @@ from gpudiv.frontend.ptx_forms import (
     PParam,
     PScope,
     PTable,
+    number,
 )
 from gpudiv.frontend.ptx_forms import decl_layout as _decl_layout
 from gpudiv.frontend.ptx_forms import float_bits as _float_bits
@@ -1623,6 +1624,11 @@ class _Reader:
     def parse(self, fast: bool = True) -> None:
         with _PARSE_LOCK:
             self._parse_chunks(parser(), fast_patterns() if fast else None)
+        for message, offset in _value_warnings(self.text):
+            line = self.text.count("\n", 0, offset) + 1
+            column = offset - self.text.rfind("\n", 0, offset)
+            self.program.diagnostics.append(ir.Diagnostic("warning", message, self.path,
+                                                          line, column))
 
     def _parse_chunks(self, lark: Lark, fast: ptx_fast.Patterns | None) -> None:
         text = self.text
@@ -1783,6 +1789,74 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_DIRECTIVE = re.compile(r"\.(version|target|address_size)[ \t]+([^\n;/]*)")
+_WIDE_LITERAL = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?"
+                           r"|(?<![\w.$%])-?(?:0[xX][0-9a-fA-F]{17,}|\d{20,})[uU]?\b", re.S)
+_LONG_DIGITS = re.compile(r"[0-9a-fA-F]{17}")
+_KNOWN_TARGET = re.compile(r"(?:sm|compute)_(\d+)[af]?")
+
+
+def _value_warnings(text: str) -> list[tuple[str, int]]:
+    """(warning, offset) for directives no PTX toolchain emits (`.version 99.0`,
+    `.target sm_999`, `.address_size 128`) and integer literals beyond 64 bits."""
+    found = []
+    for match in _DIRECTIVE.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if text[line_start:match.start()].strip():
+            continue  # not a directive at the start of its line
+        kind, value = match[1], match[2].strip()
+        if kind == "version":
+            major = value.split(".", 1)[0]
+            if not major.isdigit() or not 1 <= int(major) <= 9:
+                found.append((f".version {value}: not a PTX ISA version (1.0 to 9.x); "
+                              "ignored", match.start(2)))
+        elif kind == "address_size" and value not in ("32", "64"):
+            found.append((f".address_size {value}: addresses are 32 or 64 bits; ignored",
+                          match.start(2)))
+        elif kind == "target":
+            for name in (t.strip() for t in value.split(",")):
+                known = _KNOWN_TARGET.fullmatch(name)
+                if name.startswith(("sm_", "compute_")) and (
+                        known is None or not 10 <= int(known[1]) < 200):
+                    found.append((f".target {name}: not a GPU architecture (sm_10 to "
+                                  "sm_1xx); ignored", match.start(2) + value.find(name)))
+    if _LONG_DIGITS.search(text) is None:  # one quick scan: the usual case
+        return found
+    for match in _WIDE_LITERAL.finditer(text):
+        token = match.group()
+        if token[:1] in "/\"":
+            continue
+        value = number(token)
+        if not -(1 << 63) <= value < 1 << 64:
+            found.append((f"integer literal {token} does not fit in 64 bits; it is taken "
+                          "modulo 2^64", match.start()))
+    return found
+
+
+_NESTING = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?|[{}()\[\]\n]", re.S)
+
+
+def _deepest_nesting(text: str) -> tuple[int, int, int]:
+    """(depth, line, column) of the first place where brackets nest deepest."""
+    depth = best = 0
+    line, line_start, where = 1, 0, (1, 1)
+    for match in _NESTING.finditer(text):
+        token = match.group()
+        if token == "\n" or len(token) > 1:
+            newlines = token.count("\n")
+            if newlines:
+                line += newlines
+                line_start = match.start() + token.rfind("\n") + 1
+            continue
+        if token in "{([":
+            depth += 1
+            if depth > best:
+                best, where = depth, (line, match.start() - line_start + 1)
+        else:
+            depth = max(depth - 1, 0)
+    return best, *where
+
+
 def parse_ptx(text: str, path: str = "<string>", *, fast: bool = True) -> ir.Program:
     """Parse PTX text into a Program (one kernel per `.entry`); errors are collected as
     diagnostics, never raised. `fast=False` reads function bodies with Lark alone instead
@@ -1805,8 +1879,10 @@ def parse_ptx_timed(text: str, path: str = "<string>", *,
             reader.lower(timings["parse"])
             timings["lower"] = (time.perf_counter() - parsed) * 1000
     except RecursionError:
+        depth, line, column = _deepest_nesting(text)
         reader.program.diagnostics.append(ir.Diagnostic(
-            "error", "input nested too deeply", path, 1, 1))
+            "error", f"input nested too deeply ({depth} levels of braces, brackets and "
+            "parentheses here)", path, line, column))
         return reader.program, timings
     reader.program.diagnostics.sort(key=lambda d: (d.line, d.column))
     if not reader.program.kernels and not reader.program.diagnostics:

@@ -892,9 +892,11 @@ def run_kernel(kernel: ir.Kernel, config: LaunchConfig, observer: Observer | Non
     """Run one block of `config.threads` threads of a kernel; raise ExecutionError on faults."""
     if config.reconvergence == "auto":
         config = replace(config, reconvergence=reconvergence_for(kernel))
+    machine = _Machine(kernel, config, observer, trace)
     try:
-        return _Machine(kernel, config, observer, trace).run()
+        return machine.run()
     except DeadlockError as error:
+        error.trace = machine.trace  # so that a trace can be shown up to the stop
         if not error.message.startswith("SIMT deadlock"):
             raise
         try:  # would the waiting lanes release the spinning ones if they could run?
@@ -903,6 +905,9 @@ def run_kernel(kernel: ir.Kernel, config: LaunchConfig, observer: Observer | Non
             error.message = never_released(error.message)
         except ExecutionError:
             pass
+        raise
+    except ExecutionError as error:
+        error.trace = machine.trace  # so that a trace can be shown up to the fault
         raise
 
 
@@ -924,9 +929,14 @@ def time_slots(trace: list[TraceStep]) -> int:
 
 def format_trace(result: RunResult, threads: int) -> str:
     """A table like the thesis' Fig 3.4: one row per step, ✓ active / • inactive per thread."""
+    return format_steps(result.trace, threads)
+
+
+def format_steps(steps: list[TraceStep], threads: int) -> str:
+    """The trace table of `format_trace` for a list of steps (e.g. up to a fault)."""
     width = max(len(f"t{threads - 1}"), 1)
     rows = [(str(s.step), str(s.warp), str(s.line), s.label, s.text, set(s.active))
-            for s in result.trace]
+            for s in steps]
     heads = ("step", "warp", "line", "label", "instruction")
     widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(heads)]
 

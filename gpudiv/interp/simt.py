@@ -76,6 +76,7 @@ class ExecutionError(Exception):
         self.label = label
         self.lanes = list(lanes)
         self.message = message
+        self.trace: list = []  # the steps up to the fault, when tracing
         super().__init__(self._render())
 
     def _render(self) -> str:

@@ -1,5 +1,7 @@
 """The μ-SIMD front end: syntax of DESIGN.md, blocks, labels, diagnostics."""
 
+import pytest
+
 from gpudiv import ir
 from gpudiv.frontend.musimd import parse_musimd
 
@@ -109,3 +111,38 @@ def test_names_that_start_with_a_keyword_are_names():
     assert [i.dest for i in instrs[:5]] == ["stopper", "sharedx", "bza", "minx", "atomincx"]
     assert [(i.kind, i.loc.line, i.loc.column) for i in instrs[-3:]] == [
         ("branch", 7, 2), ("sync", 8, 4), ("stop", 9, 2)]
+
+
+@pytest.mark.parametrize("word", ["tid", "laneid", "warpid", "ntid", "min", "max", "atominc",
+                                  "atomadd", "kernel", "shared", "local", "stop", "sync"])
+def test_reserved_words_cannot_be_assigned(word):
+    program = parse_musimd(f"kernel k(a)\n  x = a\nL: {word} = x + 1\n  stop\n", "r.musimd")
+    (error,) = program.errors
+    assert (error.line, error.column) == (3, 4)
+    assert error.message == f"'{word}' is a reserved word and cannot be assigned"
+    assert program.kernels == []
+
+
+@pytest.mark.parametrize("word", ["tid", "laneid", "warpid", "ntid", "min", "max", "atominc",
+                                  "atomadd"])
+def test_reserved_words_cannot_name_parameters(word):
+    program = parse_musimd(f"kernel k(a, {word})\n  stop\n", "r.musimd")
+    (error,) = program.errors
+    assert (error.line, error.column) == (1, 13)
+    assert f"'{word}' is a reserved word and cannot name a parameter" in error.message
+
+
+def test_reserved_words_can_still_be_read_and_compared():
+    program = parse_musimd("kernel k(a)\n  x = tid == a\n  y = a min x\n  stop\n")
+    assert not program.diagnostics and len(program.kernels) == 1
+
+
+def test_duplicate_parameters_and_wide_literals_are_warned():
+    program = parse_musimd("kernel k(a, a)\n  x = a + 4294967296\n  y = -2147483648\n"
+                           "  z = 4294967295\n  stop\n", "w.musimd")
+    assert [(d.severity, d.line, d.column) for d in program.diagnostics] == [
+        ("warning", 1, 13), ("warning", 2, 3)]
+    assert "parameter 'a' is listed twice" in program.diagnostics[0].message
+    assert "4294967296 does not fit in 32 bits; it is taken modulo 2^32 (0)" in \
+        program.diagnostics[1].message
+    assert len(program.kernels) == 1

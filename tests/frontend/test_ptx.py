@@ -974,3 +974,25 @@ def test_unclosed_parameter_list_names_only_the_brace():
     (error,) = program.errors
     assert (error.line, error.column) == (4, 1)
     assert error.message.startswith("unexpected '{';") and "\n" not in error.message
+
+
+def test_impossible_directives_and_wide_literals_are_warned_at_their_place():
+    from gpudiv.frontend.ptx import parse_ptx
+
+    text = (".version 99.0\n.target sm_999, debug\n.address_size 128\n\n"
+            ".visible .entry k(.param .u32 n)\n{\n\t.reg .b64 %rd<3>;\n"
+            "\tmov.u64 %rd1, 123456789012345678901234; // 99999999999999999999999\n"
+            "\tret;\n}\n")
+    program = parse_ptx(text, "w.ptx")
+    assert [(d.severity, d.line, d.column) for d in program.diagnostics] == [
+        ("warning", 1, 10), ("warning", 2, 9), ("warning", 3, 15), ("warning", 8, 16)]
+    messages = [d.message for d in program.diagnostics]
+    assert messages[0].startswith(".version 99.0: not a PTX ISA version")
+    assert messages[1].startswith(".target sm_999: not a GPU architecture")
+    assert messages[2].startswith(".address_size 128: addresses are 32 or 64 bits")
+    assert "123456789012345678901234 does not fit in 64 bits" in messages[3]
+    assert len(program.kernels) == 1
+    ok = parse_ptx(".version 8.5\n.target sm_90a\n.address_size 64\n"
+                   ".visible .entry k()\n{\n\tmov.u64 %rd1, 0xffffffffffffffff;\n\tret;\n}\n")
+    assert not [d for d in ok.diagnostics if d.severity == "warning" and "fit" in d.message]
+    assert not [d for d in ok.diagnostics if d.message.startswith((".version", ".target"))]

@@ -1,0 +1,39 @@
+"""Every benchmark script runs from the repository root in a tiny mode (issue 18, item 5).
+
+They are run as the README and benchmarks/README.md say, `python benchmarks/NAME.py`, in
+a fresh interpreter whose working directory is the repository root; the test checks that
+they finish and print their table, never their timings.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY = {
+    "bench_analysis.py": ["--sizes", "50", "--repeat", "1"],
+    "bench_affine.py": ["--sizes", "50", "--repeat", "1"],
+    "bench_corpus.py": ["--programs", "2", "--statements", "5", "--repeat", "1",
+                        "--skip-samples", "--json"],
+    "bench_ptx_interp.py": ["--repeat", "1", "--grids", "1", "--skip-check", "--json"],
+    "bench_ptx_frontend.py": ["--repeat", "1", "--sizes", "300", "--shapes", "many",
+                              "--memory-mb", "--skip-samples", "--skip-analysis", "--json"],
+}
+
+
+def test_every_script_has_a_tiny_mode():
+    assert sorted(TINY) == sorted(p.name for p in (ROOT / "benchmarks").glob("bench_*.py"))
+
+
+@pytest.mark.parametrize("script", sorted(TINY))
+def test_benchmark_runs_from_the_repository_root(script):
+    done = subprocess.run([sys.executable, f"benchmarks/{script}", *TINY[script]], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip(), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
