@@ -362,7 +362,7 @@ def _child_outcome(rule_files, program, show, known, megabytes: int,
     except RuleError as error:
         if "bad_alloc" in str(error):
             return ("memory",)
-        return ("rule", str(error))
+        return ("unsat" if isinstance(error, UnsatisfiableError) else "rule", str(error))
     except MemoryError:
         return ("memory",)
     except RuntimeError as error:  # clingo's own failures, std::bad_alloc among them
@@ -431,6 +431,8 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
         raise RuleError(f"{names}: error: clingo stopped abnormally (status {status})")
     if outcome[0] == "rule":
         raise RuleError(outcome[1])
+    if outcome[0] == "unsat":
+        raise UnsatisfiableError(outcome[1])
     _, ground_ms, solve_ms, atom_count, rule_count, shown = outcome
     return SolveResult(ground_ms=ground_ms, solve_ms=solve_ms, atom_count=atom_count,
                        rule_count=rule_count, symbols=[clingo.parse_term(t) for t in shown])

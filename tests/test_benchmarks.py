@@ -23,6 +23,8 @@ TINY = {
     "bench_ptx_interp.py": ["--repeat", "1", "--grids", "1", "--skip-check", "--json"],
     "bench_ptx_frontend.py": ["--repeat", "1", "--sizes", "300", "--shapes", "many",
                               "--memory-mb", "--skip-samples", "--skip-analysis", "--json"],
+    "bench_policies.py": ["--repeat", "1", "--json"],
+    "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
 }
 
 
