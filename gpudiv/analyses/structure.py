@@ -1,0 +1,290 @@
+"""Structural analysis: is a kernel's control flow structured, and which edges are not.
+
+Following Wu, Diamos, Li and Yalamanchili (2011) and Zhang & D'Hollander (2004): a CFG is
+structured when it reduces to one node by the region patterns block, if-then,
+if-then-else, case, self loop and natural loop. The edges that block the reduction are
+classified by the transformation that removes them:
+
+- `backward_copy`: an edge from outside a cycle into a node of it other than its header
+  (a side entry: the cycle is an irreducible loop);
+- `cut`: an exit edge of a natural loop that leaves from a node other than the header or
+  a latch, or goes to a target other than the loop's main exit (break, early return);
+- `forward_copy`: an edge into an acyclic join that keeps the acyclic reduction from
+  going on (short-circuit conditions, goto into shared code).
+
+The reduction runs on the block graph with back edges, Cut and Backward Copy edges
+removed: loops are then single-entry, single-exit (the main exit), and the acyclic
+patterns (block, if-then, if-then-else, case; an arm may end the kernel or the loop
+iteration) reduce the rest. When no pattern applies, the edges into one arm that come
+from outside its branch are marked Forward Copy and removed, and reduction goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from gpudiv import ir
+from gpudiv.cfg import EXIT, successor_labels
+
+CUT, BACKWARD_COPY, FORWARD_COPY = "cut", "backward_copy", "forward_copy"
+KINDS = (CUT, FORWARD_COPY, BACKWARD_COPY)
+PATTERNS = {CUT: "multi-exit loop (break, early return, goto out of a loop)",
+            BACKWARD_COPY: "side entry into a loop (irreducible loop, goto into a loop)",
+            FORWARD_COPY: "acyclic join (short-circuit condition, goto into shared code)"}
+
+
+@dataclass(frozen=True)
+class UnstructuredEdge:
+    """One edge that blocks the reduction, with its kind and the line of its branch."""
+
+    source: str
+    target: str
+    kind: str
+    line: int
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object of `gpudiv structure --format json`."""
+        return {"source": self.source, "target": self.target, "kind": self.kind,
+                "line": self.line, "pattern": PATTERNS[self.kind]}
+
+
+@dataclass
+class KernelStructure:
+    """The structure of one kernel."""
+
+    name: str
+    branches: int
+    loops: int
+    edges: list[UnstructuredEdge] = field(default_factory=list)
+    irreducible_loops: list[str] = field(default_factory=list)
+
+    @property
+    def structured(self) -> bool:
+        """Whether the control flow reduces to one node without marked edges."""
+        return not self.edges
+
+    def counts(self) -> dict[str, int]:
+        """Number of marked edges of each kind."""
+        return {kind: sum(e.kind == kind for e in self.edges) for kind in KINDS}
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object of one kernel."""
+        return {"name": self.name, "structured": self.structured,
+                "branches": self.branches, "loops": self.loops, **self.counts(),
+                "irreducible_loops": self.irreducible_loops,
+                "edges": [e.to_json() for e in self.edges]}
+
+
+def block_graph(kernel: ir.Kernel) -> nx.DiGraph:
+    """The blocks reachable from the entry and the edges between them (no EXIT node)."""
+    graph = nx.DiGraph()
+    if not kernel.blocks:
+        return graph
+    for index, block in enumerate(kernel.blocks):
+        graph.add_node(block.label)
+        for target in successor_labels(kernel, index):
+            if target != EXIT:
+                graph.add_edge(block.label, target)
+    entry = kernel.blocks[0].label
+    return graph.subgraph(nx.descendants(graph, entry) | {entry}).copy()
+
+
+def _postorder(graph: nx.DiGraph, entry: str) -> list[str]:
+    """Depth-first postorder from the entry."""
+    return list(nx.dfs_postorder_nodes(graph, entry))
+
+
+def _retreating_edges(graph: nx.DiGraph, entry: str) -> list[tuple[str, str]]:
+    """Edges to a node on the depth-first stack (self loops included)."""
+    found: list[tuple[str, str]] = []
+    on_stack: set[str] = set()
+    for u, v, kind in nx.dfs_labeled_edges(graph, entry):
+        if kind == "forward":
+            on_stack.add(v)
+        elif kind == "reverse":
+            on_stack.discard(v)
+        elif kind == "nontree" and v in on_stack:
+            found.append((u, v))
+    return found
+
+
+def _dominates(idom: dict[str, str], a: str, b: str) -> bool:
+    """Whether `a` dominates `b`."""
+    while True:
+        if a == b:
+            return True
+        parent = idom.get(b, b)
+        if parent == b:
+            return False
+        b = parent
+
+
+def _side_entries(graph: nx.DiGraph, entry: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """Backward Copy edges (entries of irreducible cycles other than their header) and
+    the headers of those cycles; empty when every cycle is a natural loop."""
+    idom = nx.immediate_dominators(graph, entry)
+    natural = [(u, v) for u, v in _retreating_edges(graph, entry) if _dominates(idom, v, u)]
+    acyclic = graph.copy()
+    acyclic.remove_edges_from(natural)
+    rpo = {n: k for k, n in enumerate(reversed(_postorder(graph, entry)))}
+    edges: list[tuple[str, str]] = []
+    headers: list[str] = []
+    for scc in nx.strongly_connected_components(acyclic):
+        if len(scc) < 2:
+            continue
+        entries = sorted({v for u, v in graph.in_edges(scc) if u not in scc}
+                         | ({entry} & scc), key=rpo.__getitem__)
+        headers.append(entries[0])
+        edges += [(u, v) for u, v in graph.in_edges(scc)
+                  if u not in scc and v != entries[0]]
+    return edges, headers
+
+
+def _natural_loops(graph: nx.DiGraph, entry: str) -> dict[str, tuple[set[str], set[str]]]:
+    """Header → (body, latches) of each natural loop (back edges merged by header)."""
+    idom = nx.immediate_dominators(graph, entry)
+    loops: dict[str, tuple[set[str], set[str]]] = {}
+    for u, v in _retreating_edges(graph, entry):
+        if not _dominates(idom, v, u):
+            continue
+        body, latches = loops.setdefault(v, ({v}, set()))
+        latches.add(u)
+        work = [u]
+        while work:
+            n = work.pop()
+            if n not in body:
+                body.add(n)
+                work.extend(graph.predecessors(n))
+    return loops
+
+
+def _cut_edges(graph: nx.DiGraph, loops: dict[str, tuple[set[str], set[str]]]
+               ) -> list[tuple[str, str]]:
+    """Exit edges of loops that leave from a non-header, non-latch node or go to a
+    target other than the main exit (the header's outside successor, else a latch's)."""
+    found: list[tuple[str, str]] = []
+    for header, (body, latches) in loops.items():
+        exits = [(u, t) for u in sorted(body) for t in graph.successors(u) if t not in body]
+        if not exits:
+            continue
+        preferred = [t for u, t in exits if u == header] + \
+            [t for u, t in exits if u in latches] + [t for _, t in exits]
+        main = preferred[0]
+        for u, t in exits:
+            if (t != main or u not in latches | {header}) and (u, t) not in found:
+                found.append((u, t))
+    return found
+
+
+class _Reducer:
+    """The acyclic reduction over abstract nodes (named after their entry block)."""
+
+    def __init__(self, graph: nx.DiGraph, entry: str):
+        self.graph = graph
+        self.entry = entry
+        self.members = {n: {n} for n in graph}
+        self.marked: list[tuple[str, str]] = []
+
+    def _merge(self, into: str, arms: list[str], successors: set[str]) -> None:
+        """Collapse the arms into `into`, which then flows to `successors`."""
+        for arm in arms:
+            self.members[into] |= self.members.pop(arm)
+            self.graph.remove_node(arm)
+        for s in list(self.graph.successors(into)):
+            self.graph.remove_edge(into, s)
+        self.graph.add_edges_from((into, s) for s in successors)
+
+    def _reduce_at(self, c: str) -> bool:
+        """Apply block, if-then, if-then-else or case at node `c`."""
+        g = self.graph
+        succ = set(g.successors(c))
+        if not succ:
+            return False
+        if len(succ) == 1:  # block: c's only successor has c as its only predecessor
+            (v,) = succ
+            if v not in (c, self.entry) and set(g.predecessors(v)) == {c}:
+                self._merge(c, [v], set(g.successors(v)))
+                return True
+        simple = [m for m in succ if m != self.entry and set(g.predecessors(m)) == {c}
+                  and g.out_degree(m) <= 1]
+        if not simple:
+            return False
+        rest = succ - set(simple)
+        after = set().union(*(set(g.successors(m)) for m in simple))
+        if len(rest) > 1 or len(after | rest) > 1:
+            return False
+        self._merge(c, simple, after | rest)
+        return True
+
+    def _mark(self) -> bool:
+        """Remove the edges into one arm that do not come from its branch (Forward
+        Copy); False when there is no join to mark."""
+        g = self.graph
+        order = _postorder(g, self.entry)
+
+        def side_entered(c: str, m: str) -> bool:
+            """m is a join entered from outside c's branch, not a join of c's arms."""
+            return g.in_degree(m) > 1 and not any(
+                m in nx.descendants(g, o) for o in g.successors(c) if o != m)
+
+        branches = [(c, m) for c in order if g.out_degree(c) >= 2
+                    for m in sorted(g.successors(c)) if side_entered(c, m)]
+        candidates = [(c, m) for c, m in branches
+                      if set(g.successors(m)) <= set(g.successors(c)) - {m}] + branches
+        candidates += [(next(iter(sorted(g.predecessors(m)))), m) for m in order
+                       if g.in_degree(m) > 1]
+        if not candidates:
+            return False
+        c, m = candidates[0]
+        for p in sorted(g.predecessors(m)):
+            if p != c:
+                self.marked.extend((b, m) for b in sorted(self.members[p]))
+                g.remove_edge(p, m)
+        return True
+
+    def run(self) -> list[tuple[str, str]]:
+        """Reduce to one node; the abstract edges marked on the way (source members)."""
+        while self.graph.number_of_nodes() > 1:
+            if any(self._reduce_at(c) for c in _postorder(self.graph, self.entry)):
+                continue
+            if not self._mark():
+                break
+        return self.marked
+
+
+def _line(kernel: ir.Kernel, source: str, target: str) -> int:
+    """The source line of the branch or jump that makes the edge (else the block end)."""
+    block = kernel.block(source)
+    for instr in block.instructions:
+        if instr.kind in (ir.BRANCH, ir.JUMP) and instr.target == target:
+            return instr.loc.line
+    return block.instructions[-1].loc.line if block.instructions else block.loc.line
+
+
+def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
+    """The structure of one kernel: its unstructured edges with their kinds."""
+    branches = sum(i.kind == ir.BRANCH for i in kernel.instructions())
+    graph = block_graph(kernel)
+    if not kernel.blocks:
+        return KernelStructure(kernel.name, branches, 0)
+    entry = kernel.blocks[0].label
+    bc, irreducible = _side_entries(graph, entry)
+    reducible = graph.copy()
+    reducible.remove_edges_from(bc)
+    loops = _natural_loops(reducible, entry)
+    cut = _cut_edges(reducible, loops)
+    acyclic = reducible.copy()
+    acyclic.remove_edges_from(cut)
+    acyclic.remove_edges_from([(u, h) for h, (_, latches) in loops.items() for u in latches])
+    acyclic = acyclic.subgraph(nx.descendants(acyclic, entry) | {entry}).copy()
+    marked = [(u, v) for u, v in _Reducer(acyclic, entry).run() if graph.has_edge(u, v)]
+    edges = [UnstructuredEdge(u, v, BACKWARD_COPY, _line(kernel, u, v)) for u, v in bc]
+    edges += [UnstructuredEdge(u, v, CUT, _line(kernel, u, v)) for u, v in cut]
+    edges += [UnstructuredEdge(u, v, FORWARD_COPY, _line(kernel, u, v)) for u, v in marked]
+    return KernelStructure(kernel.name, branches, len(loops), edges, sorted(irreducible))
+
+
+__all__ = ["BACKWARD_COPY", "CUT", "FORWARD_COPY", "KINDS", "KernelStructure",
+           "UnstructuredEdge", "analyze_kernel", "block_graph"]
