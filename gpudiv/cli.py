@@ -26,6 +26,7 @@ from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run
 from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError, load
 from gpudiv.report import check_json, render_check
+from gpudiv.structure_cli import register as register_structure
 from gpudiv.transform_cli import register as register_transform
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
@@ -176,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_compare(sub)
     register_random(sub)
     register_transform(sub)
+    register_structure(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
     run.add_argument("file")

@@ -22,11 +22,13 @@ from outside its branch are marked Forward Copy and removed, and reduction goes 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import networkx as nx
 
 from gpudiv import ir
 from gpudiv.cfg import EXIT, successor_labels
+from gpudiv.load import LoadError, load
 
 CUT, BACKWARD_COPY, FORWARD_COPY = "cut", "backward_copy", "forward_copy"
 KINDS = (CUT, FORWARD_COPY, BACKWARD_COPY)
@@ -286,5 +288,50 @@ def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     return KernelStructure(kernel.name, branches, len(loops), edges, sorted(irreducible))
 
 
+@dataclass
+class FileStructure:
+    """The structure of every kernel of one file."""
+
+    path: str
+    kernels: list[KernelStructure]
+
+    @property
+    def structured(self) -> bool:
+        """Whether every kernel is structured."""
+        return all(k.structured for k in self.kernels)
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object of one file."""
+        return {"path": self.path, "structured": self.structured,
+                "kernels": [k.to_json() for k in self.kernels]}
+
+
+def analyze_program(program: ir.Program) -> FileStructure:
+    """The structure of every kernel of a parsed program."""
+    return FileStructure(program.path, [analyze_kernel(k) for k in program.kernels])
+
+
+def analyze_file(path: str | Path) -> FileStructure:
+    """The structure of every kernel of a source file (LoadError on bad input)."""
+    program = load(path)
+    if program.errors:
+        raise LoadError(str(program.errors[0]))
+    return analyze_program(program)
+
+
+def summarize(files: list[FileStructure]) -> dict[str, int]:
+    """Table-1-style totals: files and kernels with unstructured control flow, edges."""
+    kernels = [k for f in files for k in f.kernels]
+    total = {"files": len(files), "files_unstructured": sum(not f.structured for f in files),
+             "kernels": len(kernels),
+             "kernels_unstructured": sum(not k.structured for k in kernels),
+             "kernels_irreducible": sum(bool(k.irreducible_loops) for k in kernels),
+             "branches": sum(k.branches for k in kernels)}
+    for kind in KINDS:
+        total[kind] = sum(k.counts()[kind] for k in kernels)
+    return total
+
+
 __all__ = ["BACKWARD_COPY", "CUT", "FORWARD_COPY", "KINDS", "KernelStructure",
-           "UnstructuredEdge", "analyze_kernel", "block_graph"]
+           "FileStructure", "UnstructuredEdge", "analyze_file", "analyze_kernel",
+           "analyze_program", "block_graph", "summarize"]
