@@ -7,8 +7,10 @@ classified by the transformation that removes them:
 
 - `backward_copy`: an edge from outside a cycle into a node of it other than its header
   (a side entry: the cycle is an irreducible loop);
-- `cut`: an exit edge of a natural loop that leaves from a node other than the header or
-  a latch, or goes to a target other than the loop's main exit (break, early return);
+- `cut`: an exit edge of a natural loop that goes to a target other than the loop's
+  main exit (the header's outside successor, else a latch's): break to another place,
+  early return, goto out of a loop. Exits from the middle of the loop to the main exit
+  reduce (the arm ends the iteration), as in Ocelot's structural analysis;
 - `forward_copy`: an edge into an acyclic join that keeps the acyclic reduction from
   going on (short-circuit conditions, goto into shared code).
 
@@ -45,11 +47,16 @@ class UnstructuredEdge:
     target: str
     kind: str
     line: int
+    # Cut: the loop's header, body and main exit target; Backward Copy: the cycle's
+    # header and its blocks; Forward Copy: empty.
+    header: str | None = None
+    region: tuple[str, ...] = ()
+    main_exit: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The JSON object of `gpudiv structure --format json`."""
         return {"source": self.source, "target": self.target, "kind": self.kind,
-                "line": self.line, "pattern": PATTERNS[self.kind]}
+                "line": self.line, "pattern": PATTERNS[self.kind], "loop": self.header}
 
 
 @dataclass
@@ -123,15 +130,17 @@ def _dominates(idom: dict[str, str], a: str, b: str) -> bool:
         b = parent
 
 
-def _side_entries(graph: nx.DiGraph, entry: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """Backward Copy edges (entries of irreducible cycles other than their header) and
-    the headers of those cycles; empty when every cycle is a natural loop."""
+def _side_entries(graph: nx.DiGraph, entry: str
+                  ) -> tuple[list[tuple[str, str, str, tuple[str, ...]]], list[str]]:
+    """Backward Copy edges (entries of irreducible cycles other than their header, with
+    that header and the cycle's blocks) and the headers; empty when every cycle is a
+    natural loop."""
     idom = nx.immediate_dominators(graph, entry)
     natural = [(u, v) for u, v in _retreating_edges(graph, entry) if _dominates(idom, v, u)]
     acyclic = graph.copy()
     acyclic.remove_edges_from(natural)
     rpo = {n: k for k, n in enumerate(reversed(_postorder(graph, entry)))}
-    edges: list[tuple[str, str]] = []
+    edges: list[tuple[str, str, str, tuple[str, ...]]] = []
     headers: list[str] = []
     for scc in nx.strongly_connected_components(acyclic):
         if len(scc) < 2:
@@ -139,7 +148,7 @@ def _side_entries(graph: nx.DiGraph, entry: str) -> tuple[list[tuple[str, str]],
         entries = sorted({v for u, v in graph.in_edges(scc) if u not in scc}
                          | ({entry} & scc), key=rpo.__getitem__)
         headers.append(entries[0])
-        edges += [(u, v) for u, v in graph.in_edges(scc)
+        edges += [(u, v, entries[0], tuple(sorted(scc))) for u, v in graph.in_edges(scc)
                   if u not in scc and v != entries[0]]
     return edges, headers
 
@@ -163,20 +172,24 @@ def _natural_loops(graph: nx.DiGraph, entry: str) -> dict[str, tuple[set[str], s
 
 
 def _cut_edges(graph: nx.DiGraph, loops: dict[str, tuple[set[str], set[str]]]
-               ) -> list[tuple[str, str]]:
-    """Exit edges of loops that leave from a non-header, non-latch node or go to a
-    target other than the main exit (the header's outside successor, else a latch's)."""
-    found: list[tuple[str, str]] = []
-    for header, (body, latches) in loops.items():
-        exits = [(u, t) for u in sorted(body) for t in graph.successors(u) if t not in body]
+               ) -> list[tuple[str, str, str, tuple[str, ...], str]]:
+    """Exit edges of loops (innermost first) that go to a target other than the main exit
+    (the header's outside successor, else a latch's, else the first), with the loop's
+    header, body and main exit."""
+    found: list[tuple[str, str, str, tuple[str, ...], str]] = []
+    seen: set[tuple[str, str]] = set()
+    for header, (body, latches) in sorted(loops.items(), key=lambda h: len(h[1][0])):
+        exits = [(u, t) for u in sorted(body) for t in sorted(graph.successors(u))
+                 if t not in body]
         if not exits:
             continue
         preferred = [t for u, t in exits if u == header] + \
             [t for u, t in exits if u in latches] + [t for _, t in exits]
         main = preferred[0]
         for u, t in exits:
-            if (t != main or u not in latches | {header}) and (u, t) not in found:
-                found.append((u, t))
+            if t != main and (u, t) not in seen:
+                seen.add((u, t))
+                found.append((u, t, header, tuple(sorted(body)), main))
     return found
 
 
@@ -274,16 +287,18 @@ def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     entry = kernel.blocks[0].label
     bc, irreducible = _side_entries(graph, entry)
     reducible = graph.copy()
-    reducible.remove_edges_from(bc)
+    reducible.remove_edges_from((u, v) for u, v, _, _ in bc)
     loops = _natural_loops(reducible, entry)
     cut = _cut_edges(reducible, loops)
     acyclic = reducible.copy()
-    acyclic.remove_edges_from(cut)
+    acyclic.remove_edges_from((u, v) for u, v, *_ in cut)
     acyclic.remove_edges_from([(u, h) for h, (_, latches) in loops.items() for u in latches])
     acyclic = acyclic.subgraph(nx.descendants(acyclic, entry) | {entry}).copy()
     marked = [(u, v) for u, v in _Reducer(acyclic, entry).run() if graph.has_edge(u, v)]
-    edges = [UnstructuredEdge(u, v, BACKWARD_COPY, _line(kernel, u, v)) for u, v in bc]
-    edges += [UnstructuredEdge(u, v, CUT, _line(kernel, u, v)) for u, v in cut]
+    edges = [UnstructuredEdge(u, v, BACKWARD_COPY, _line(kernel, u, v), h, region)
+             for u, v, h, region in bc]
+    edges += [UnstructuredEdge(u, v, CUT, _line(kernel, u, v), h, body, main)
+              for u, v, h, body, main in cut]
     edges += [UnstructuredEdge(u, v, FORWARD_COPY, _line(kernel, u, v)) for u, v in marked]
     return KernelStructure(kernel.name, branches, len(loops), edges, sorted(irreducible))
 
