@@ -5,15 +5,24 @@ transformation to the first unstructured edge, analyse again, until the kernel r
 to one node. Forward Copy removes an unstructured acyclic edge s → x by giving s its own
 copy of x (the copy keeps x's successors; repeating this unfolds the shared code of a
 short-circuit condition into a tree, Fig 1(c)). Copies write the same registers as the
-original, so no register repair is needed. Cut (unstructured loop exits) and Backward
-Copy (side entries into loops) are not implemented yet: a kernel that needs them fails
-with a clear error. Growth is capped (`max_growth`, default 4× the instructions).
+original, so no register repair is needed. Cut moves the loop exits that go elsewhere
+than the main exit out of the loop: every exit goes to a chain of checks of new flag
+registers (innermost loop first). Backward Copy (side entries into loops) is not
+implemented yet: a kernel that needs it fails with a clear error. Growth is capped
+(`max_growth`, default 4x the instructions; at least 64 more).
 """
 
 from __future__ import annotations
 
 from gpudiv import ir
-from gpudiv.analyses.structure import BACKWARD_COPY, CUT, FORWARD_COPY, analyze_kernel
+from gpudiv.analyses.structure import (
+    BACKWARD_COPY,
+    CUT,
+    FORWARD_COPY,
+    UnstructuredEdge,
+    analyze_kernel,
+    block_graph,
+)
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter
 
@@ -32,13 +41,83 @@ def forward_copy(rewriter: Rewriter, source: str, target: str) -> str:
     return copy
 
 
+def _flag_type(kernel: ir.Kernel) -> str:
+    """The register type of a new flag: a predicate in PTX, the only type in μ-SIMD."""
+    return "pred" if "ptx_source" in kernel.attrs else "s32"
+
+
+def _set(flag: str, value: int, loc: ir.Loc) -> ir.Instruction:
+    """`flag = value`."""
+    return ir.Instruction(ir.ASSIGN, loc, dest=flag, args=(ir.Const(value),),
+                          operator="copy", text=f"{flag} = {value}")
+
+
+def _exit_through(rewriter: Rewriter, source: str, target: str, body: set[str],
+                  new_target: str) -> None:
+    """Make the exit edge source → target (of a loop with blocks `body`) go to
+    `new_target`; a fall-through exit gets its branch inverted and a jump block (inside
+    the loop) for the branch's old target."""
+    block = rewriter.kernel.block(source)
+    if rewriter.retarget(source, target, new_target):
+        return
+    branch = block.terminator
+    if branch is None or branch.kind != ir.BRANCH or branch.target not in body:
+        raise PassError(f"kernel {rewriter.kernel.name}: cannot redirect the loop exit "
+                        f"{source} -> {target}")
+    inside = branch.target
+    branch.operator = "bz" if branch.operator == "bnz" else "bnz"
+    branch.target = new_target
+    branch.text = f"{branch.operator} ... {new_target}"
+    jump = ir.Instruction(ir.JUMP, branch.loc, target=inside, text=f"jump {inside}")
+    rewriter.add_block(rewriter.fresh_label(f"{source}_stay"), [jump], after=source)
+
+
+def cut(rewriter: Rewriter, edges: list[UnstructuredEdge]) -> int:
+    """Cut (Zhang's Alg. 2): the Cut edges of one loop all leave through one dispatcher
+    block that the loop's other exits reach too; a flag per target, set in the exiting
+    block, cleared at the header and in the exiting block's successors inside the loop,
+    says where to go. The number of edges cut."""
+    kernel = rewriter.kernel
+    header, main = edges[0].header, edges[0].main_exit
+    body = set(edges[0].region)
+    edges = [e for e in edges if e.header == header]
+    loc = kernel.block(header).loc
+    graph = block_graph(kernel)
+    flags: dict[str, str] = {}
+    for e in edges:
+        if e.target not in flags:
+            flags[e.target] = rewriter.fresh_register("cut_flag", _flag_type(kernel))
+            rewriter.insert_at_start(header, _set(flags[e.target], 0, loc))
+    for e in edges:
+        rewriter.insert_at_end(e.source, _set(flags[e.target], 1, loc))
+        for inside in sorted(set(graph.successors(e.source)) & body - {header}):
+            rewriter.insert_at_start(inside, _set(flags[e.target], 0, loc))
+    where = rewriter.detached_position()
+    if where is None or header is None or main is None:
+        raise PassError(f"kernel {kernel.name}: no place for the exit checks of loop {header}")
+    labels: list[str] = []
+    for target, flag in flags.items():
+        test = ir.Instruction(ir.BRANCH, loc, args=(ir.Var(flag),), operator="bnz",
+                              target=target, text=f"bnz {flag}, {target}")
+        labels.append(rewriter.add_block(rewriter.fresh_label(f"{header}_exit"), [test],
+                                         after=labels[-1] if labels else where).label)
+    leave = ir.Instruction(ir.JUMP, loc, target=main, text=f"jump {main}")
+    labels.append(rewriter.add_block(rewriter.fresh_label(f"{header}_exit"), [leave],
+                                     after=labels[-1]).label)
+    exits = [(u, t) for u in sorted(body) for t in sorted(graph.successors(u))
+             if t not in body]
+    for u, t in exits:
+        _exit_through(rewriter, u, t, body, labels[0])
+    return len(edges)
+
+
 @register
 class Structurize(Pass):
-    """Forward Copy until the control flow is structured."""
+    """Cut, then Forward Copy, until the control flow is structured."""
 
     name = "structurize"
-    description = ("make control flow structured: Forward Copy of unstructured joins "
-                   "(Cut/Backward Copy not yet), capped growth")
+    description = ("make control flow structured: Cut of multi-exit loops, Forward Copy "
+                   "of unstructured joins (Backward Copy not yet), capped growth")
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel with its unstructured joins duplicated away."""
@@ -47,20 +126,24 @@ class Structurize(Pass):
         size = kernel.instruction_count
         limit = max(int(size * growth), size + 64)
         rewriter = Rewriter(kernel)
-        copies = 0
+        copies = cut_count = 0
         origin: dict[str, str] = {}
         state = before
         while not state.structured:
-            blocking = [e for e in state.edges if e.kind in (CUT, BACKWARD_COPY)]
+            blocking = [e for e in state.edges if e.kind == BACKWARD_COPY]
             if blocking:
                 e = blocking[0]
                 raise PassError(f"kernel {kernel.name}: line {e.line}: edge {e.source} -> "
-                                f"{e.target} needs {e.kind.replace('_', ' ')}, which "
-                                "structurize does not implement yet")
-            edge = next(e for e in state.edges if e.kind == FORWARD_COPY)
-            copy = forward_copy(rewriter, edge.source, edge.target)
-            origin[copy] = origin.get(edge.target, edge.target)
-            copies += 1
+                                f"{e.target} enters a loop from the side and needs "
+                                "Backward Copy, which structurize does not implement yet")
+            cuts = [e for e in state.edges if e.kind == CUT]
+            if cuts:
+                cut_count += cut(rewriter, cuts)
+            else:
+                edge = next(e for e in state.edges if e.kind == FORWARD_COPY)
+                copy = forward_copy(rewriter, edge.source, edge.target)
+                origin[copy] = origin.get(edge.target, edge.target)
+                copies += 1
             if kernel.instruction_count > limit:
                 raise PassError(f"kernel {kernel.name}: structurize stopped at "
                                 f"{kernel.instruction_count} instructions (cap {limit}, "
@@ -69,7 +152,7 @@ class Structurize(Pass):
         counts = before.counts()
         after = kernel.instruction_count
         kernel.attrs[STATS] = {
-            "branches": before.branches, "cut": 0, "backward_copy": 0,
+            "branches": before.branches, "cut": cut_count, "backward_copy": 0,
             "forward_copy": copies,
             "copies": {label: list(origin.values()).count(label)
                        for label in sorted(set(origin.values()))},
