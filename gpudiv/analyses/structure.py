@@ -181,16 +181,41 @@ def _cut_edges(graph: nx.DiGraph, loops: dict[str, tuple[set[str], set[str]]]
     for header, (body, latches) in sorted(loops.items(), key=lambda h: len(h[1][0])):
         exits = [(u, t) for u in sorted(body) for t in sorted(graph.successors(u))
                  if t not in body]
-        if not exits:
-            continue
-        preferred = [t for u, t in exits if u == header] + \
-            [t for u, t in exits if u in latches] + [t for _, t in exits]
-        main = preferred[0]
+        main = _main_exit(graph, header, body, latches)
         for u, t in exits:
             if t != main and (u, t) not in seen:
                 seen.add((u, t))
                 found.append((u, t, header, tuple(sorted(body)), main))
     return found
+
+
+def _acyclic(graph: nx.DiGraph, loops: dict[str, tuple[set[str], set[str]]],
+             cut: list[tuple[str, str, str, tuple[str, ...], str]]) -> nx.DiGraph:
+    """The graph the acyclic patterns reduce: back edges and loop exits removed, each
+    loop flowing from its header to its main exit (a break to the main exit is
+    structured, as a BREAK of a structured loop)."""
+    acyclic = graph.copy()
+    acyclic.remove_edges_from((u, v) for u, v, *_ in cut)
+    acyclic.remove_edges_from([(u, h) for h, (_, latches) in loops.items() for u in latches])
+    for body, _ in loops.values():
+        acyclic.remove_edges_from([(u, t) for u in body for t in graph.successors(u)
+                                   if t not in body])
+    for header, (body, latches) in loops.items():
+        main = _main_exit(graph, header, body, latches)
+        enclosing = [b for h, (b, _) in loops.items() if h != header and header in b]
+        if main and all(main in b for b in enclosing):
+            acyclic.add_edge(header, main)
+    return acyclic
+
+
+def _main_exit(graph: nx.DiGraph, header: str, body: set[str], latches: set[str]) -> str:
+    """The loop's main exit: the header's outside successor, else a latch's, else the
+    first exit's target ("" when the loop has no exit)."""
+    exits = [(u, t) for u in sorted(body) for t in sorted(graph.successors(u))
+             if t not in body]
+    preferred = [t for u, t in exits if u == header] + \
+        [t for u, t in exits if u in latches] + [t for _, t in exits]
+    return preferred[0] if preferred else ""
 
 
 class _Reducer:
@@ -290,9 +315,7 @@ def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     reducible.remove_edges_from((u, v) for u, v, _, _ in bc)
     loops = _natural_loops(reducible, entry)
     cut = _cut_edges(reducible, loops)
-    acyclic = reducible.copy()
-    acyclic.remove_edges_from((u, v) for u, v, *_ in cut)
-    acyclic.remove_edges_from([(u, h) for h, (_, latches) in loops.items() for u in latches])
+    acyclic = _acyclic(reducible, loops, cut)
     acyclic = acyclic.subgraph(nx.descendants(acyclic, entry) | {entry}).copy()
     marked = [(u, v) for u, v in _Reducer(acyclic, entry).run() if graph.has_edge(u, v)]
     edges = [UnstructuredEdge(u, v, BACKWARD_COPY, _line(kernel, u, v), h, region)

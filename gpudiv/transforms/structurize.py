@@ -14,6 +14,9 @@ implemented yet: a kernel that needs it fails with a clear error. Growth is capp
 
 from __future__ import annotations
 
+import copy as _copy
+from dataclasses import replace
+
 from gpudiv import ir
 from gpudiv.analyses.structure import (
     BACKWARD_COPY,
@@ -37,8 +40,44 @@ def forward_copy(rewriter: Rewriter, source: str, target: str) -> str:
     if not taken:  # a fall-through edge: put a jump on it first
         source = rewriter.split_edge(source, target).label
     copy = rewriter.clone_region([target], "fc")[target]
+    _copy_ptx_groups(rewriter.kernel, target, copy)
     rewriter.retarget(source, target, copy)
     return copy
+
+
+def _copy_ptx_groups(kernel: ir.Kernel, original: str, copy: str) -> None:
+    """Give the copy's instructions fresh PTX groups that print as the original's PTX
+    instructions (a copy of a block read from PTX prints as the same PTX text)."""
+    source = kernel.attrs.get("ptx_source")
+    if not isinstance(source, dict):
+        return
+    forms, recorded = source["forms"], source["group_forms"]
+    fresh: dict[int, int] = {}
+    pairs = zip(kernel.block(original).instructions, kernel.block(copy).instructions,
+                strict=False)
+    for old, new in pairs:
+        group = old.group
+        if group is None or group not in forms or group in source["inlined"]:
+            continue
+        if group not in fresh:
+            fresh[group] = max([*forms, *recorded, -1]) + 1
+            forms[fresh[group]] = _copy.copy(forms[group])
+            recorded[fresh[group]] = recorded[group]
+        new.group = fresh[group]
+
+
+def _named(rewriter: Rewriter, label: str) -> str:
+    """A label for a block that new branches target which the printed program keeps:
+    an automatic name (`bb2`) would be printed and may clash with the automatic names
+    given when the result is read back, so such a block is renamed first."""
+    block = rewriter.kernel.block(label)
+    if block.user_label:
+        return label
+    name = rewriter.fresh_label(f"{label}_target")
+    for other in rewriter.kernel.blocks:
+        rewriter.retarget(other.label, label, name)
+    block.label, block.user_label = name, True
+    return name
 
 
 def _flag_type(kernel: ir.Kernel) -> str:
@@ -78,9 +117,13 @@ def cut(rewriter: Rewriter, edges: list[UnstructuredEdge]) -> int:
     block, cleared at the header and in the exiting block's successors inside the loop,
     says where to go. The number of edges cut."""
     kernel = rewriter.kernel
-    header, main = edges[0].header, edges[0].main_exit
-    body = set(edges[0].region)
+    header = edges[0].header
     edges = [e for e in edges if e.header == header]
+    names = {label: _named(rewriter, label) for label in
+             {*edges[0].region, edges[0].main_exit or "", *(e.target for e in edges)} - {""}}
+    header, main = names.get(header or "", header), names.get(edges[0].main_exit or "")
+    body = {names[b] for b in edges[0].region}
+    edges = [replace(e, source=names[e.source], target=names[e.target]) for e in edges]
     loc = kernel.block(header).loc
     graph = block_graph(kernel)
     flags: dict[str, str] = {}
