@@ -48,7 +48,8 @@ class UnstructuredEdge:
     kind: str
     line: int
     # Cut: the loop's header, body and main exit target; Backward Copy: the cycle's
-    # header and its blocks; Forward Copy: empty.
+    # header and its blocks; Forward Copy: the blocks of the region the target enters
+    # (what Forward Copy duplicates).
     header: str | None = None
     region: tuple[str, ...] = ()
     main_exit: str | None = None
@@ -225,7 +226,7 @@ class _Reducer:
         self.graph = graph
         self.entry = entry
         self.members = {n: {n} for n in graph}
-        self.marked: list[tuple[str, str]] = []
+        self.marked: list[tuple[str, str, tuple[str, ...]]] = []
 
     def _merge(self, into: str, arms: list[str], successors: set[str]) -> None:
         """Collapse the arms into `into`, which then flows to `successors`."""
@@ -280,12 +281,14 @@ class _Reducer:
         c, m = candidates[0]
         for p in sorted(g.predecessors(m)):
             if p != c:
-                self.marked.extend((b, m) for b in sorted(self.members[p]))
+                self.marked.extend((b, m, tuple(sorted(self.members[m])))
+                                   for b in sorted(self.members[p]))
                 g.remove_edge(p, m)
         return True
 
-    def run(self) -> list[tuple[str, str]]:
-        """Reduce to one node; the abstract edges marked on the way (source members)."""
+    def run(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        """Reduce to one node; the edges marked on the way (from each block of the
+        source node to the target node's entry, with the target node's blocks)."""
         while self.graph.number_of_nodes() > 1:
             if any(self._reduce_at(c) for c in _postorder(self.graph, self.entry)):
                 continue
@@ -317,12 +320,13 @@ def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     cut = _cut_edges(reducible, loops)
     acyclic = _acyclic(reducible, loops, cut)
     acyclic = acyclic.subgraph(nx.descendants(acyclic, entry) | {entry}).copy()
-    marked = [(u, v) for u, v in _Reducer(acyclic, entry).run() if graph.has_edge(u, v)]
+    marked = [m for m in _Reducer(acyclic, entry).run() if graph.has_edge(m[0], m[1])]
     edges = [UnstructuredEdge(u, v, BACKWARD_COPY, _line(kernel, u, v), h, region)
              for u, v, h, region in bc]
     edges += [UnstructuredEdge(u, v, CUT, _line(kernel, u, v), h, body, main)
               for u, v, h, body, main in cut]
-    edges += [UnstructuredEdge(u, v, FORWARD_COPY, _line(kernel, u, v)) for u, v in marked]
+    edges += [UnstructuredEdge(u, v, FORWARD_COPY, _line(kernel, u, v), None, region)
+              for u, v, region in marked]
     return KernelStructure(kernel.name, branches, len(loops), edges, sorted(irreducible))
 
 

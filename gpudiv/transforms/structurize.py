@@ -3,13 +3,14 @@
 The driver of the note: analyse the kernel (`gpudiv.analyses.structure`), apply one
 transformation to the first unstructured edge, analyse again, until the kernel reduces
 to one node. Forward Copy removes an unstructured acyclic edge s → x by giving s its own
-copy of x (the copy keeps x's successors; repeating this unfolds the shared code of a
-short-circuit condition into a tree, Fig 1(c)). Copies write the same registers as the
+copy of the region x enters (the blocks already reduced into x's node, a whole loop
+included; edges leaving the region keep their targets). On Fig 1 this unfolds the shared
+code of the short-circuit condition into a tree, Fig 1(c). Copies write the same registers as the
 original, so no register repair is needed. Cut moves the loop exits that go elsewhere
 than the main exit out of the loop: every exit goes to a chain of checks of new flag
 registers (innermost loop first). Backward Copy (side entries into loops) is not
 implemented yet: a kernel that needs it fails with a clear error. Growth is capped
-(`max_growth`, default 4x the instructions; at least 64 more).
+(`max_growth`, default 4x the instructions).
 """
 
 from __future__ import annotations
@@ -32,17 +33,22 @@ from gpudiv.transforms.builder import Rewriter
 STATS = "transform_stats"
 
 
-def forward_copy(rewriter: Rewriter, source: str, target: str) -> str:
-    """Give the edge source → target its own copy of `target`; the copy's label."""
+def forward_copy(rewriter: Rewriter, source: str, target: str,
+                 region: tuple[str, ...] = ()) -> dict[str, str]:
+    """Give the edge source → target its own copy of the region that `target` enters
+    (its blocks: `region`, by default `target` alone); old label → copy label."""
     block = rewriter.kernel.block(source)
     taken = any(i.kind in (ir.BRANCH, ir.JUMP) and i.target == target
                 for i in block.instructions)
     if not taken:  # a fall-through edge: put a jump on it first
         source = rewriter.split_edge(source, target).label
-    copy = rewriter.clone_region([target], "fc")[target]
-    _copy_ptx_groups(rewriter.kernel, target, copy)
-    rewriter.retarget(source, target, copy)
-    return copy
+    order = {b.label: n for n, b in enumerate(rewriter.kernel.blocks)}
+    labels = sorted(set(region) | {target}, key=order.__getitem__)
+    names = rewriter.clone_region(labels, "fc")
+    for old, new in names.items():
+        _copy_ptx_groups(rewriter.kernel, old, new)
+    rewriter.retarget(source, target, names[target])
+    return names
 
 
 def _copy_ptx_groups(kernel: ir.Kernel, original: str, copy: str) -> None:
@@ -167,7 +173,7 @@ class Structurize(Pass):
         growth = float(self.options.get("max_growth", 4.0))
         before = analyze_kernel(kernel)
         size = kernel.instruction_count
-        limit = max(int(size * growth), size + 64)
+        limit = int(size * growth)
         rewriter = Rewriter(kernel)
         copies = cut_count = 0
         origin: dict[str, str] = {}
@@ -184,8 +190,8 @@ class Structurize(Pass):
                 cut_count += cut(rewriter, cuts)
             else:
                 edge = next(e for e in state.edges if e.kind == FORWARD_COPY)
-                copy = forward_copy(rewriter, edge.source, edge.target)
-                origin[copy] = origin.get(edge.target, edge.target)
+                names = forward_copy(rewriter, edge.source, edge.target, edge.region)
+                origin.update({new: origin.get(old, old) for old, new in names.items()})
                 copies += 1
             if kernel.instruction_count > limit:
                 raise PassError(f"kernel {kernel.name}: structurize stopped at "
