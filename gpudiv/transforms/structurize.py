@@ -8,8 +8,8 @@ included; edges leaving the region keep their targets). On Fig 1 this unfolds th
 code of the short-circuit condition into a tree, Fig 1(c). Copies write the same registers as the
 original, so no register repair is needed. Cut moves the loop exits that go elsewhere
 than the main exit out of the loop: every exit goes to a chain of checks of new flag
-registers (innermost loop first). Backward Copy (side entries into loops) is not
-implemented yet: a kernel that needs it fails with a clear error. Growth is capped
+registers (innermost loop first). Backward Copy moves a side entry into a cycle onto a
+copy of the cycle without its header (loop peeling). Growth is capped
 (`max_growth`, default 4x the instructions).
 """
 
@@ -49,6 +49,15 @@ def forward_copy(rewriter: Rewriter, source: str, target: str,
         _copy_ptx_groups(rewriter.kernel, old, new)
     rewriter.retarget(source, target, names[target])
     return names
+
+
+def backward_copy(rewriter: Rewriter, edge: UnstructuredEdge) -> dict[str, str]:
+    """Backward Copy (Zhang's Alg. 3, loop peeling): the side entry p → x goes to a copy
+    of the cycle without its header, whose edges to the header go to the original one:
+    the copy runs the rest of the first iteration, then the loop is entered at its
+    header. Old label → copy label."""
+    region = tuple(b for b in edge.region if b != edge.header)
+    return forward_copy(rewriter, edge.source, edge.target, region)
 
 
 def _copy_ptx_groups(kernel: ir.Kernel, original: str, copy: str) -> None:
@@ -162,11 +171,11 @@ def cut(rewriter: Rewriter, edges: list[UnstructuredEdge]) -> int:
 
 @register
 class Structurize(Pass):
-    """Cut, then Forward Copy, until the control flow is structured."""
+    """Backward Copy, Cut, then Forward Copy, until the control flow is structured."""
 
     name = "structurize"
-    description = ("make control flow structured: Cut of multi-exit loops, Forward Copy "
-                   "of unstructured joins (Backward Copy not yet), capped growth")
+    description = ("make control flow structured: Backward Copy of side entries, Cut of "
+                   "multi-exit loops, Forward Copy of unstructured joins, capped growth")
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel with its unstructured joins duplicated away."""
@@ -175,18 +184,16 @@ class Structurize(Pass):
         size = kernel.instruction_count
         limit = int(size * growth)
         rewriter = Rewriter(kernel)
-        copies = cut_count = 0
+        copies = cut_count = backward = 0
         origin: dict[str, str] = {}
         state = before
         while not state.structured:
-            blocking = [e for e in state.edges if e.kind == BACKWARD_COPY]
-            if blocking:
-                e = blocking[0]
-                raise PassError(f"kernel {kernel.name}: line {e.line}: edge {e.source} -> "
-                                f"{e.target} enters a loop from the side and needs "
-                                "Backward Copy, which structurize does not implement yet")
+            sides = [e for e in state.edges if e.kind == BACKWARD_COPY]
             cuts = [e for e in state.edges if e.kind == CUT]
-            if cuts:
+            if sides:
+                backward_copy(rewriter, sides[0])
+                backward += 1
+            elif cuts:
                 cut_count += cut(rewriter, cuts)
             else:
                 edge = next(e for e in state.edges if e.kind == FORWARD_COPY)
@@ -201,7 +208,7 @@ class Structurize(Pass):
         counts = before.counts()
         after = kernel.instruction_count
         kernel.attrs[STATS] = {
-            "branches": before.branches, "cut": cut_count, "backward_copy": 0,
+            "branches": before.branches, "cut": cut_count, "backward_copy": backward,
             "forward_copy": copies,
             "copies": {label: list(origin.values()).count(label)
                        for label in sorted(set(origin.values()))},
