@@ -170,3 +170,10 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys):
     assert main(["structure", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"{bad}:2:")
+
+
+def test_python_api_entry_point():
+    import gpudiv
+
+    result = gpudiv.structure(FIG1)
+    assert not result.structured and result.kernels[0].counts()[FORWARD_COPY] == 2
