@@ -11,7 +11,8 @@ Typical use::
 __version__ = "0.1.0"
 
 __all__ = ["FileAnalysis", "analyze", "analyze_corpus", "analyze_text", "check",
-           "export_facts", "load", "print_program", "solve_rules", "transform", "Budget",
+           "export_facts", "load", "print_program", "solve_rules", "structure", "transform",
+           "Budget",
            "__version__"]
 
 # Public name → (module, attribute), imported on first use.
@@ -24,6 +25,7 @@ _LAZY = {
     "export_facts": ("gpudiv.export", "export"),
     "solve_rules": ("gpudiv.experiment", "run_rules"),
     "transform": ("gpudiv.verify.transform_check", "transform"),
+    "structure": ("gpudiv.analyses.structure", "analyze_file"),
     "print_program": ("gpudiv.printers", "print_program"),
     "Budget": ("gpudiv.solve", "Budget"),
 }

@@ -45,6 +45,7 @@ from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError, load
 from gpudiv.oracle import CHECK_MAX_STEPS
 from gpudiv.report import check_json, render_check
+from gpudiv.structure_cli import register as register_structure
 from gpudiv.transform_cli import register as register_transform
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
@@ -278,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_compare(sub)
     register_random(sub)
     register_transform(sub)
+    register_structure(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter",
                          description="Run one μ-SIMD or PTX kernel on the reference "

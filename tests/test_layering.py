@@ -23,7 +23,8 @@ MODULES = {
     "oracle": "verify", "randprog": "verify",
     "api": "report", "report": "report", "sarif": "report", "htmlreport": "report",
     "dot": "report", "export": "report", "corpus": "report", "experiment": "report",
-    "cli": "cli", "commands": "cli", "transform_cli": "cli", "compare": "cli",
+    "cli": "cli", "commands": "cli", "transform_cli": "cli", "structure_cli": "cli",
+    "compare": "cli",
     "explain": "cli", "ptxrun": "cli",
 }
 

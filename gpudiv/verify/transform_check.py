@@ -75,7 +75,8 @@ class FileTransform:
 def _static(before: ir.Kernel, after: ir.Kernel) -> dict[str, int]:
     return {"instructions_before": before.instruction_count,
             "instructions_after": after.instruction_count,
-            "blocks_before": len(before.blocks), "blocks_after": len(after.blocks)}
+            "blocks_before": len(before.blocks), "blocks_after": len(after.blocks),
+            **after.attrs.get("transform_stats", {})}
 
 
 def _well_formed_hook(one: Pass, program: ir.Program) -> None:
