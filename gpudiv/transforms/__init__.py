@@ -10,6 +10,7 @@ from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
     dedicated_exits,
     identity,
     lcm,
+    sscm,
 )
 from gpudiv.transforms.base import PASSES, Pass, PassError, Pipeline, available, get_pass, register
 from gpudiv.transforms.builder import RewriteError, Rewriter, clone_kernel, clone_program
