@@ -65,3 +65,14 @@ def test_fig_4_4_and_4_6_occurrences_3_2_1_verified(name, count):
     (kernel,) = out.kernels
     assert kernel.status == "verified" and not kernel.oracle_violations
     assert computations(out.program.kernels[0]) == count
+
+
+FIG_4_1_FILE = FIG_4_6.parent / "fig4_1.musimd"
+
+
+@pytest.mark.parametrize(("name", "count"), [("lcm", 3), ("scm", 1), ("sscm", 1)])
+def test_fig_4_1_lcm_adds_divergent_work_scm_and_sscm_compute_once(name, count):
+    out = transform(str(FIG_4_1_FILE), name, verify=True)
+    (kernel,) = out.kernels
+    assert kernel.status == "verified" and not kernel.oracle_violations
+    assert computations(out.program.kernels[0]) == count
