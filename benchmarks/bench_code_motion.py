@@ -43,20 +43,21 @@ class _Issues:
     """Observer: warp issues of the kernel's computations (non-copy assignments)."""
 
     def __init__(self, ids: set[int]):
-        self.ids, self.count = ids, 0
+        self.ids, self.count, self.total = ids, 0, 0
 
     def before(self, warp, instruction, active, read) -> None:
-        """Count one warp issue of a computation."""
+        """Count one warp issue (and one of a computation)."""
+        self.total += 1
         self.count += instruction in self.ids
 
     def branch(self, warp, instruction, active, jumps) -> None:
         """Branches are not counted."""
 
 
-def computation_issues(kernel: ir.Kernel, language: str) -> int:
-    """Warp issues of computations over the launches `--verify` uses (seed 0); what code
-    motion changes, without the copies and jumps a register coalescer and block layout
-    would remove."""
+def computation_issues(kernel: ir.Kernel, language: str) -> tuple[int, int]:
+    """(warp issues of all instructions, of computations) over the launches `--verify`
+    uses (seed 0). Computations are what code motion changes, without the copies and
+    jumps a register coalescer and block layout would remove."""
     ids = {i.id for i in kernel.instructions()
            if i.kind == ir.ASSIGN and i.operator not in (None, "copy")}
     observer = _Issues(ids)
@@ -68,7 +69,7 @@ def computation_issues(kernel: ir.Kernel, language: str) -> int:
                 run_kernel(kernel, copy.deepcopy(launch), observer)
         except ExecutionError:
             continue
-    return observer.count
+    return observer.total, observer.count
 
 
 def measure(paths: list[str], name: str) -> dict[str, object]:
@@ -95,14 +96,12 @@ def measure(paths: list[str], name: str) -> dict[str, object]:
                                     f"{report.oracle_violations}")
                 continue
             row["verified"] += 1
-            dyn = report.dynamic
-            wb, wa = dyn.get("warp_instructions_before", 0), dyn.get("warp_instructions_after", 0)
+            wb, ib = computation_issues(before, original.language)
+            wa, ia = computation_issues(after, original.language)
             row["warp_before"] += wb
             row["warp_after"] += wa
             row["worse"] += wa > wb
             row["better"] += wa < wb
-            ib = computation_issues(before, original.language)
-            ia = computation_issues(after, original.language)
             row["issues_before"] += ib
             row["issues_after"] += ia
             row["comp_before"] += computations(before)

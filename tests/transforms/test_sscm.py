@@ -18,7 +18,7 @@ FIG_4_6 = Path(__file__).parents[1] / "data" / "motion" / "fig4_6.musimd"
 def test_fig_4_4_scm_region_and_r_earliest():
     got = solve_lcm_facts(graph_facts(FIG_4_4, comps=[3, 7, 8], ends=[10]), SSCM_RULES)
     assert sorted(set(got["ndsafe"]) | set(got["xdsafe"])) == [3, 6, 7, 8]
-    assert got["region"] == [3, 6, 7, 8]
+    assert got["dsregion"] == [3, 6, 7, 8]
     assert got["rearliest"] == [3, 6]
 
 
@@ -27,7 +27,7 @@ def test_fig_4_6_sscm_speculates_at_the_divergent_branches():
                           SSCM_RULES)
     assert got["ndsafe"] == [1, 2, 3, 4, 6, 7, 8]
     assert got["xdsafe"] == [0, 1, 2, 4, 6]
-    assert got["region"] == [1, 2, 3, 4, 6, 7, 8]  # the seed's region, without 5
+    assert got["dsregion"] == [1, 2, 3, 4, 6, 7, 8]  # the seed's region, without 5
     # the relaxed closure at Div nodes (notes §3.9.3): the literal one gives {3, 6}
     assert got["rearliest"] == [1]
 
@@ -37,7 +37,7 @@ def test_fig_4_1_scm_and_sscm_hoist_to_node_1_after_lcm():
     for spec in ([], [1, 2]):
         got = solve_lcm_facts(graph_facts(FIG_4_1, comps=[3, 4, 6], ends=[7], spec=spec),
                               SSCM_RULES)
-        assert got["region"] == [1, 2, 3, 4, 6]
+        assert got["dsregion"] == [1, 2, 3, 4, 6]
         assert got["rearliest"] == [1]
 
 
@@ -47,9 +47,9 @@ def test_vacuous_speculative_down_safety_inserts_nothing():
     edges = [(0, 1), (1, 2), (2, 1), (1, 3)]
     got = solve_lcm_facts(graph_facts(edges, comps=[0], ends=[3], spec=[1]), SSCM_RULES)
     assert 1 in got["ndsafe"]  # the literal greatest fixpoint is vacuously down-safe
-    assert got["region"] == [0] and got["rearliest"] == [0]  # nothing inserted in 1 or 2
+    assert got["dsregion"] == [0] and got["rearliest"] == [0]  # nothing inserted in 1 or 2
     nothing = solve_lcm_facts(graph_facts(edges, comps=[], ends=[3], spec=[1]), SSCM_RULES)
-    assert "region" not in nothing and "rearliest" not in nothing
+    assert "dsregion" not in nothing and "rearliest" not in nothing
 
 
 def computations(kernel: ir.Kernel) -> int:
