@@ -170,3 +170,22 @@ class SpeculativeSparseCodeMotionAffine(SpeculativeSparseCodeMotion):
     name = "sscm-affine"
     description = "sscm with divergent branches from the affine divergence analysis"
     divergence = "affine"
+
+
+def branch_blocks(kernel: ir.Kernel) -> set[str]:
+    """Blocks that end in a conditional branch."""
+    return {b.label for b in kernel.blocks
+            if b.terminator is not None and b.terminator.kind == ir.BRANCH}
+
+
+@register
+class SpeculativeCodeMotionEverywhere(Pass):
+    """SPRE-all: the SSCM equations with every branch treated as divergent (the
+    seed's baseline, speculation that ignores divergence)."""
+
+    name = "spre"
+    description = "speculative sparse code motion at every branch, divergent or not (baseline)"
+
+    def run(self, kernel: ir.Kernel) -> ir.Kernel:
+        """The kernel after LCM and the region step speculating at every branch."""
+        return sparse(kernel, branch_blocks(kernel))

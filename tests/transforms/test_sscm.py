@@ -76,3 +76,13 @@ def test_fig_4_1_lcm_adds_divergent_work_scm_and_sscm_compute_once(name, count):
     (kernel,) = out.kernels
     assert kernel.status == "verified" and not kernel.oracle_violations
     assert computations(out.program.kernels[0]) == count
+
+
+def test_spre_speculates_at_uniform_branches_too():
+    # Fig 4.4/4.6 with every branch speculative: node 1 (uniform) joins Div
+    got = solve_lcm_facts(graph_facts(FIG_4_4, comps=[3, 7, 8], ends=[10],
+                                      spec=[1, 4, 6]), SSCM_RULES)
+    assert got["rearliest"] == [1]
+    out = transform(str(FIG_4_6), "spre", verify=True)
+    assert out.kernels[0].status == "verified"
+    assert computations(out.program.kernels[0]) == 1
