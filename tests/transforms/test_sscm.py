@@ -86,3 +86,15 @@ def test_spre_speculates_at_uniform_branches_too():
     out = transform(str(FIG_4_6), "spre", verify=True)
     assert out.kernels[0].status == "verified"
     assert computations(out.program.kernels[0]) == 1
+
+
+UNIFORM = FIG_4_6.parent / "uniform_speculation.musimd"
+
+
+@pytest.mark.parametrize(("name", "count"), [("lcm", 2), ("scm", 2), ("sscm", 2),
+                                             ("spre", 1)])
+def test_only_spre_speculates_at_uniform_branches(name, count):
+    out = transform(str(UNIFORM), name, verify=True)
+    (kernel,) = out.kernels
+    assert kernel.status == "verified" and not kernel.oracle_violations
+    assert computations(out.program.kernels[0]) == count
