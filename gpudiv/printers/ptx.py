@@ -263,6 +263,11 @@ class _Body:
             dest = self.mention(ir.Var(instr.dest))
             type_ = self.kernel.registers[instr.dest]
             return f"{guard}mov.{_mov_type(type_)} {dest}, {self.mention(instr.args[0])};"
+        if (kind == ir.ASSIGN and instr.dest and instr.operator
+                and instr.operator == instr.attrs.get("opcode") and not instr.implicit):
+            # a plain computation copied by a pass (code motion): `opcode dest, args;`
+            args = ", ".join(self.mention(a) for a in instr.args)
+            return f"{guard}{instr.operator} {self.mention(ir.Var(instr.dest))}, {args};"
         if kind == ir.FENCE and instr.operator and not instr.implicit:
             return f"{guard}{instr.operator};"
         raise PrintError(f"kernel {self.kernel.name}: cannot print rewritten instruction "

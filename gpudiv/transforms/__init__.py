@@ -9,6 +9,8 @@ from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
     critical_edges,
     dedicated_exits,
     identity,
+    lcm,
+    sscm,
     structurize,
 )
 from gpudiv.transforms.base import PASSES, Pass, PassError, Pipeline, available, get_pass, register

@@ -1,0 +1,139 @@
+"""Code motion on the samples: per pass, how many kernels change, whether each changed
+kernel verifies on the interpreter, and the dynamic cost (warp instructions issued,
+SIMD efficiency) before and after, summed over the changed kernels.
+
+    python benchmarks/bench_code_motion.py [--passes lcm,scm,sscm] [PATH ...]
+
+Prints one line per changed kernel and a table per pass (Markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from pathlib import Path
+
+from gpudiv import ir
+from gpudiv.corpus import collect_inputs
+from gpudiv.interp.musimd import ExecutionError, run_kernel
+from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.load import load
+from gpudiv.verify.equivalence import launches_for
+from gpudiv.verify.transform_check import TransformError, transform
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = [ROOT / "samples" / "musimd", ROOT / "samples" / "cuda"]
+
+
+def changed(before: ir.Kernel, after: ir.Kernel) -> bool:
+    """Whether a pass changed the kernel (its instructions or blocks)."""
+    return ([b.label for b in before.blocks] != [b.label for b in after.blocks]
+            or [i.form() for i in before.instructions()]
+            != [i.form() for i in after.instructions()])
+
+
+def computations(kernel: ir.Kernel) -> int:
+    """Static non-copy computations (what code motion moves or removes)."""
+    return sum(1 for i in kernel.instructions()
+               if i.kind == ir.ASSIGN and i.operator not in (None, "copy"))
+
+
+class _Issues:
+    """Observer: warp issues of the kernel's computations (non-copy assignments)."""
+
+    def __init__(self, ids: set[int]):
+        self.ids, self.count, self.total = ids, 0, 0
+
+    def before(self, warp, instruction, active, read) -> None:
+        """Count one warp issue (and one of a computation)."""
+        self.total += 1
+        self.count += instruction in self.ids
+
+    def branch(self, warp, instruction, active, jumps) -> None:
+        """Branches are not counted."""
+
+
+def computation_issues(kernel: ir.Kernel, language: str) -> tuple[int, int]:
+    """(warp issues of all instructions, of computations) over the launches `--verify`
+    uses (seed 0). Computations are what code motion changes, without the copies and
+    jumps a register coalescer and block layout would remove."""
+    ids = {i.id for i in kernel.instructions()
+           if i.kind == ir.ASSIGN and i.operator not in (None, "copy")}
+    observer = _Issues(ids)
+    for launch in launches_for(language, kernel, 0):
+        try:
+            if language == "ptx":
+                run_ptx_kernel(kernel, copy.deepcopy(launch), observer)
+            else:
+                run_kernel(kernel, copy.deepcopy(launch), observer)
+        except ExecutionError:
+            continue
+    return observer.total, observer.count
+
+
+def measure(paths: list[str], name: str) -> dict[str, object]:
+    """Changed, verified and dynamic totals of one pass over the files."""
+    row = {"pass": name, "kernels": 0, "changed": 0, "verified": 0, "other": [],
+           "warp_before": 0, "warp_after": 0, "comp_before": 0, "comp_after": 0,
+           "worse": 0, "better": 0, "issues_before": 0, "issues_after": 0}
+    for path in paths:
+        try:
+            original = load(path)
+            out = transform(original, name, verify=True)
+        except TransformError as error:
+            row["other"].append(f"{path}: {error}")
+            continue
+        for report, before, after in zip(out.kernels, original.kernels, out.program.kernels,
+                                         strict=True):
+            row["kernels"] += 1
+            if not changed(before, after):
+                continue
+            row["changed"] += 1
+            if report.status != "verified" or report.oracle_violations:
+                row["other"].append(f"{path}:{report.name}: {report.status} "
+                                    f"{report.difference or report.reason} "
+                                    f"{report.oracle_violations}")
+                continue
+            row["verified"] += 1
+            wb, ib = computation_issues(before, original.language)
+            wa, ia = computation_issues(after, original.language)
+            row["warp_before"] += wb
+            row["warp_after"] += wa
+            row["worse"] += wa > wb
+            row["better"] += wa < wb
+            row["issues_before"] += ib
+            row["issues_after"] += ia
+            row["comp_before"] += computations(before)
+            row["comp_after"] += computations(after)
+            print(f"{name}\t{path}:{report.name}\twarp {wb} -> {wa}\t"
+                  f"computations {computations(before)} -> {computations(after)}\t"
+                  f"computation issues {ib} -> {ia}", flush=True)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the passes over the samples and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", default=[str(p) for p in DEFAULT])
+    parser.add_argument("--passes", default="lcm,scm,sscm")
+    args = parser.parse_args(argv)
+    files = [str(p) for p in collect_inputs(args.paths)]
+    rows = [measure(files, name) for name in args.passes.split(",")]
+    print("\n| pass | kernels | changed | verified | warp instr. before → after (changed) "
+          "| fewer / more warp instr. | computation warp issues before → after "
+          "| static computations before → after |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['pass']} | {r['kernels']} | {r['changed']} | {r['verified']} | "
+              f"{r['warp_before']} → {r['warp_after']} | {r['better']} / {r['worse']} | "
+              f"{r['issues_before']} → {r['issues_after']} | "
+              f"{r['comp_before']} → {r['comp_after']} |")
+    for r in rows:
+        for line in r["other"]:
+            print(f"{r['pass']}: not verified: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
