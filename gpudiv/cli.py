@@ -1,9 +1,9 @@
 """Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
-random, transform.
+random, transform, structure.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`, `explain` in
 `gpudiv.explain`, `compare` in `gpudiv.compare`, `random` in `gpudiv.generate`,
-`transform` in `gpudiv.transform_cli`.)
+`transform` in `gpudiv.transform_cli`, `structure` in `gpudiv.structure_cli`.)
 
 Every failure the user can cause ends in one `FILE:LINE:COL: error: message` line (or a
 runtime message naming kernel, line and lanes) and exit status 2; never a traceback.

@@ -29,8 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("structure",
                             help="find unstructured control flow (Cut, Forward Copy, "
                                  "Backward Copy edges)")
-    parser.add_argument("files", nargs="+", metavar="FILE|DIR")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("files", nargs="+", metavar="FILE|DIR",
+                        help="files and folders (searched recursively)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format")
     parser.set_defaults(handler=cmd_structure)
 
 
