@@ -7,6 +7,7 @@ integers that do not fit clingo's 32-bit integers are never emitted as numbers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 from gpudiv import ir
@@ -27,7 +28,13 @@ RELATIONS: dict[str, int] = {
     "assign_op": 2, "op_bits": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3,
     "back_edge": 2,
     "thread_id": 1,
+    "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
+    "mem_def": 2, "store_value": 2, "barrier": 1,
 }
+
+# Memory spaces of mem_read/mem_write: every space an instruction can read or write; the
+# deadlock rules treat global, shared and generic ones as memory other threads can see.
+MEMORY_KINDS = (ir.LOAD, ir.STORE, ir.ATOMIC)
 
 # Special registers that are the thread index itself (affine: 1·tid + 0).
 THREAD_ID_NAMES = ("tid", "%tid.x")
@@ -164,7 +171,87 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
     for n, instr in enumerate(instrs):
         if instr.kind == ir.STORE and ssa.instruction_block[n]:
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
+    _memory_facts(ssa, instrs, add, q)
     return out
+
+
+def instruction_id(n: int) -> str:
+    """The name of instruction number `n` in the memory facts (`"i17"`, before its namespace)."""
+    return f"i{n}"
+
+
+def _memory_facts(ssa: SSAForm, instrs: list[ir.Instruction], add, q) -> None:
+    """`instr_at/3`, `mem_read/3`, `mem_write/3`, `mem_disp/2`, `mem_size/2`, `mem_def/2`,
+    `store_value/2` and `barrier/1`: where memory instructions and barriers are and what
+    they touch (read by rules/deadlock.lp)."""
+    position = {}
+    for block in ssa.cfg.kernel.blocks:
+        for index, _ in enumerate(block.instructions):
+            position[len(position)] = index
+    for n, instr in enumerate(instrs):
+        block = ssa.instruction_block[n]
+        if not block or (instr.kind not in MEMORY_KINDS and instr.kind != ir.BARRIER):
+            continue
+        name = q(instruction_id(n))
+        add(f"instr_at({name},{q(block)},{position[n]})")
+        if instr.kind == ir.BARRIER:
+            add(f"barrier({name})")
+            continue
+        address = _address_atom(ssa, instrs, n, q)
+        space = quote(instr.space or "generic")
+        if instr.kind in (ir.LOAD, ir.ATOMIC):
+            add(f"mem_read({name},{space},{address})")
+        if instr.kind in (ir.STORE, ir.ATOMIC):
+            add(f"mem_write({name},{space},{address})")
+        disp = instr.attrs.get("disp", 0)
+        if isinstance(disp, int) and fits(disp):
+            add(f"mem_disp({name},{disp})")
+        size = access_size(instr)
+        if size is not None:
+            add(f"mem_size({name},{size})")
+        if instr.dest is not None and instr.kind != ir.STORE:
+            defined = ssa.defs[n] if n < len(ssa.defs) else None
+            if defined:
+                add(f"mem_def({name},{q(defined)})")
+        if instr.kind == ir.STORE:
+            for used in dict.fromkeys(u for u in ssa.uses[n][1:] if u is not None):
+                add(f"store_value({name},{q(used)})")
+
+
+def _address_atom(ssa: SSAForm, instrs: list[ir.Instruction], n: int, q) -> str:
+    """The base of a memory access: `"@sym"` for a PTX variable (`[sym+4]`), else the
+    address operand as in `load/3`."""
+    symbol = instrs[n].attrs.get("symbol")
+    if isinstance(symbol, str):
+        return q("@" + symbol)
+    if not instrs[n].args:
+        return "0"
+    return _operand_atom(ssa, instrs, n, 0, q)
+
+
+_TYPE_BITS = re.compile(r"^[busf](8|16|32|64|128)$")
+
+
+def access_size(instr: ir.Instruction) -> int | None:
+    """How many address units a memory access covers: 1 cell in μ-SIMD; for PTX, bytes
+    from the opcode (`ld.global.v4.f32` → 16), None when the opcode does not say."""
+    opcode = instr.attrs.get("opcode")
+    if opcode is None and "disp" not in instr.attrs:  # μ-SIMD: one cell per address
+        return 1
+    if not isinstance(opcode, str):
+        return None
+    parts = opcode.split(".")
+    lanes = 1
+    bits = None
+    for part in parts[1:]:
+        if part in ("v2", "v4", "v8"):
+            lanes = int(part[1:])
+        match = _TYPE_BITS.match(part)
+        if match:
+            bits = int(match[1])
+    if bits is None:
+        return None
+    return max(1, bits // 8) * lanes
 
 
 def back_edges(cfg: ControlFlowGraph) -> list[tuple[str, str]]:
