@@ -1,4 +1,4 @@
-"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`.
+"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`, `deadlock`.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`.)
 
@@ -20,6 +20,7 @@ from gpudiv.commands import CommandError, OneLineArgumentParser, choose_kernel
 from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
+from gpudiv.deadlock_command import register as register_deadlock
 from gpudiv.explain import register as register_explain
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run_kernel
 from gpudiv.load import LoadError, load
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_report_commands(sub)
     register_explain(sub)
     register_compare(sub)
+    register_deadlock(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
     run.add_argument("file")
