@@ -6,7 +6,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpudiv import ir
-from gpudiv.analyses import DEFAULT_ANALYSIS, deadlock as deadlock_analysis, get_analysis
+from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
+from gpudiv.analyses import deadlock as deadlock_analysis
 from gpudiv.analyses.deadlock import KernelDeadlocks, kernel_deadlocks, pragma_kernels
 from gpudiv.analyses.results import KernelResult
 from gpudiv.findings import Finding, deadlock_findings, file_findings

@@ -1,0 +1,234 @@
+"""SIMT-induced deadlocks (rules/deadlock.lp, gpudiv.analyses.deadlock): the golden cases
+T1-T9, T11 of ElTantawy & Aamodt (MICRO 2016) as μ-SIMD samples, their runtime outcome on
+the interpreter, the parts of Algorithms 1 and 2 one at a time, and the CUDA sample."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpudiv import api
+from gpudiv.analyses.deadlock import pragma_kernels
+from gpudiv.cli import main
+from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
+from gpudiv.load import load
+
+SAMPLES = Path(__file__).parents[2] / "samples"
+GOLDEN = sorted((SAMPLES / "musimd").glob("deadlock_*.musimd"))
+LOCKS = SAMPLES / "cuda" / "deadlock_locks"
+
+
+def expectations(path: Path) -> tuple[dict, list, str]:
+    """The `# expect-loop:`, `# expect-barrier:` and `# expect-run:` lines of a sample."""
+    text = path.read_text()
+    loops = {}
+    for header, verdict, reason, *safe in re.findall(
+            r"^# expect-loop: (\S+) (\S+) (\S+) ?(\S*)$", text, re.M):
+        loops[header] = (verdict, reason, safe[0] or None)
+    barriers = re.findall(r"^# expect-barrier: (\S+) (\S+)$", text, re.M)
+    (run,) = re.findall(r"^# expect-run: (\S+)$", text, re.M)
+    return loops, sorted(barriers), run
+
+
+def test_there_are_golden_samples():
+    names = {p.name.split("_")[1] for p in GOLDEN}
+    assert names == {"t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "t11"}
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
+def test_golden_verdicts_and_safe_points(path):
+    loops, barriers, _ = expectations(path)
+    (report,) = api.deadlock(path).kernels
+    found = {}
+    for loop in report.loops:
+        safe = loop.safe_reconvergence
+        point = None
+        if safe is not None:
+            block = report.result.ssa.cfg.kernel.block(safe.block)
+            index = next(i for i, ins in enumerate(block.instructions)
+                         if ins.loc.line == safe.line)
+            point = f"{safe.block}:{index}"
+        found[loop.header] = (loop.verdict, loop.reason, point)
+    assert found == loops
+    assert sorted((b.barrier.block, b.branch.block) for b in report.barriers) == barriers
+
+
+def _launch(path: Path, width: int) -> tuple:
+    """The kernel of a sample and a launch: 4 threads, parameter i = 16·i, memory zero
+    except cells 1-3 = -1 (T3's flags: cell 0 is ready, the others are not)."""
+    (kernel,) = load(path).kernels
+    params = {p: 16 * i for i, p in enumerate(kernel.params)}
+    shared = dict.fromkeys(range(128), 0) | {1: -1, 2: -1, 3: -1}
+    return kernel, LaunchConfig(threads=4, warp_width=width, params=params, shared=shared,
+                                reconvergence="ipdom", max_steps=4000)
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
+def test_runtime_outcome_under_stack_reconvergence(path):
+    """`deadlock` samples hang with one warp of 4 lanes (ipdom reconvergence) but finish
+    with one lane per warp (warps take turns: the MIMD reference); the others finish."""
+    _, _, outcome = expectations(path)
+    kernel, config = _launch(path, 4)
+    if outcome == "terminates":
+        run_kernel(kernel, config)
+    else:
+        message = "did not finish" if outcome == "deadlock" else "barrier in divergent"
+        with pytest.raises(ExecutionError, match=message):
+            run_kernel(kernel, config)
+    if outcome == "deadlock":
+        kernel, config = _launch(path, 1)
+        run_kernel(kernel, config)
+
+
+def test_mimd_result_of_the_spin_lock():
+    kernel, config = _launch(SAMPLES / "musimd" / "deadlock_t1_spin_lock.musimd", 1)
+    assert run_kernel(kernel, config).shared[16] == 4  # a = 16: every lane added one
+
+
+def test_detected_samples_are_the_ones_that_hang_or_are_false_detections():
+    """No false negative on the golden samples: each one that hangs is detected."""
+    for path in GOLDEN:
+        loops, _, outcome = expectations(path)
+        if outcome == "deadlock":
+            assert any(v == "may-deadlock" for v, _, _ in loops.values()), path
+
+
+def analyse(text: str):
+    """The deadlock report of the one kernel of a μ-SIMD text."""
+    (report,) = api.deadlock(api.parse_text(text, "t.musimd", "musimd")).kernels
+    return {lp.header: lp for lp in report.loops}
+
+
+SPIN = """kernel k(m, a)
+SPIN: t = atominc shared[m]
+      p = t != 1
+      bnz p, SPIN
+      {after}
+      stop
+"""
+
+
+def test_no_write_after_the_loop_is_safe():
+    loop = analyse(SPIN.format(after="x = 1"))["SPIN"]
+    assert (loop.verdict, loop.reason) == ("safe", "no-releasing-write")
+
+
+def test_disjoint_constant_cells_do_not_alias():
+    text = SPIN.replace("shared[m]", "shared[4]").format(after="shared[5] = 0")
+    assert analyse(text)["SPIN"].reason == "no-releasing-write"
+    text = SPIN.replace("shared[m]", "shared[4]").format(after="shared[4] = 0")
+    assert analyse(text)["SPIN"].verdict == "may-deadlock"
+
+
+def test_base_plus_offset_disjointness():
+    text = SPIN.replace("shared[m]", "shared[b]").replace(
+        "SPIN: t", "      b = m + 2\nSPIN: t").format(after="c = m + 3\n      shared[c] = 0")
+    assert analyse(text)["SPIN"].reason == "no-releasing-write"
+    text = text.replace("c = m + 3", "c = m + 2")
+    assert analyse(text)["SPIN"].verdict == "may-deadlock"
+
+
+def test_a_barrier_stops_reachability():
+    loop = analyse(SPIN.format(after="barrier\n      shared[m] = 0"))["SPIN"]
+    assert loop.reason == "no-releasing-write"
+
+
+def test_exit_not_depending_on_memory_is_safe():
+    text = """kernel k(n)
+      i = tid
+L:    i = i + 1
+      shared[i] = i
+      p = i < n
+      bnz p, L
+      shared[n] = 0
+      stop
+"""
+    assert analyse(text)["L"].reason == "no-shared-read"
+
+
+def test_control_dependence_and_phi_bring_a_read_into_the_slice():
+    """T2's `done`: the exit tests a φ whose operand is chosen by a branch on an atomic."""
+    (report,) = api.deadlock(SAMPLES / "musimd" / "deadlock_t2_safe_lock.musimd").kernels
+    loop = report.loops[0]
+    assert [r.text for r in loop.shared_reads] == ["t = atominc shared[m]"]
+
+
+def test_uniform_exit_switch_reproduces_the_paper():
+    """With dl_off("uniform_exit") (the paper's detector) T7 is reported."""
+    from gpudiv.analyses import affine
+    from gpudiv.solve import shipped_rule
+
+    driver = affine.analysis("d", 2, extra_rules=(shipped_rule("deadlock.lp"),))
+    driver = type(driver)(driver.name, driver.rule_files, driver.build,
+                          driver.extra + 'dl_off("uniform_exit").\n')
+    (kernel,) = load(SAMPLES / "musimd" / "deadlock_t7_all_controlled.musimd").kernels
+    verdicts = driver(kernel).relations["dl_loop_verdict"]
+    assert verdicts == [("LOOP", "may-deadlock", "redefining-write")]
+
+
+def test_conflicting_safe_points_are_resolved():
+    """OUT's own safe point is after its release (REL); IN's latch lies between OUT's exit
+    and that point and IN's safe point is later (SKIP), so OUT's must follow it
+    (resolve_SafePDom_conflicts)."""
+    text = """kernel k(n)
+OUT:  t = atominc shared[4]
+      p = t != 1
+      bnz p, OUT
+IN:   u = atominc shared[8]
+      q = u != 1
+      bnz q, IN
+REL:  shared[4] = 0
+      x = tid < n
+      bz x, SKIP
+      y = 1
+SKIP: shared[8] = 0
+      stop
+"""
+    loops = analyse(text)
+    assert [w.place.block for w in loops["OUT"].releasing_writes] == ["REL"]
+    assert loops["IN"].safe_reconvergence.text == "stop"
+    assert loops["OUT"].safe_reconvergence == loops["IN"].safe_reconvergence
+    assert loops["OUT"].safe_reconvergence.block == "SKIP"
+
+
+def test_pragma_parsing():
+    assert pragma_kernels("// gpudiv: warp-synchronous histo\n") == ({"histo"}, False)
+    assert pragma_kernels("# gpudiv: warp-synchronous\n") == (set(), True)
+    assert pragma_kernels("nothing here") == (set(), False)
+
+
+def test_assume_safe_suppresses_findings():
+    path = SAMPLES / "musimd" / "deadlock_t1_spin_lock.musimd"
+    assert api.deadlock(path).findings()
+    trusted = api.deadlock(path, ("spinLock",))
+    assert trusted.findings() == [] and trusted.kernels[0].assumed_safe
+
+
+def test_cli_text_json_sarif(capsys):
+    path = str(SAMPLES / "musimd" / "deadlock_t11_parallel_writer.musimd")
+    assert main(["deadlock", path]) == 0
+    out = capsys.readouterr().out
+    assert "[gpudiv-simt-deadlock]" in out and "releasing write (parallel)" in out
+    assert main(["deadlock", "--fail-on-detection", path]) == 1
+    capsys.readouterr()
+    assert main(["deadlock", "--format", "json", path]) == 0
+    (kernel,) = json.loads(capsys.readouterr().out)["files"][0]["kernels"]
+    (loop,) = kernel["loops"]
+    assert kernel["name"] == "parallelWriter"
+    assert {"header", "line", "verdict", "reason", "exit_branch", "shared_reads",
+            "releasing_writes", "safe_reconvergence"} <= set(loop)
+    assert loop["safe_reconvergence"]["block"] == "JOIN"
+    assert main(["deadlock", "--format", "sarif", path]) == 0
+    log = json.loads(capsys.readouterr().out)
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["gpudiv-simt-deadlock"]
+
+
+def test_cli_bad_input_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "bad.musimd"
+    bad.write_text("kernel k(\n")
+    assert main(["deadlock", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and all(": error: " in line for line in err)
