@@ -232,3 +232,19 @@ def test_cli_bad_input_is_one_line(capsys, tmp_path):
     assert main(["deadlock", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err and all(": error: " in line for line in err)
+
+
+def test_thread_dependent_base_never_proves_disjointness():
+    """Lane j's cell k + 1 is lane j+1's cell k: a base that differs between lanes (or
+    iterations) cannot separate the read from the write."""
+    text = """kernel k(start)
+      a = start + tid
+W:    s = shared[a]
+      w = s < 0
+      bnz w, W
+      b = a + 1
+      shared[b] = s
+      stop
+"""
+    assert analyse(text)["W"].verdict == "may-deadlock"
+    assert analyse(text.replace("start + tid", "start + 0"))["W"].reason == "no-releasing-write"
