@@ -597,6 +597,13 @@ NOT_EXECUTABLE: dict[tuple[str, str], str] = {
     for build in VARIANTS
     for kernel in ("tex1d_fetch_tid", "tex2d_sample_tid", "tex1d_fetch_uniform",
                    "tex2d_sample_block")
+} | {
+    # SIMT-induced deadlocks (samples/cuda/deadlock_locks.cu, `gpudiv deadlock`): lanes of
+    # one warp wait at a reconvergence point for lanes that spin on a lock or flag only
+    # the waiting lanes would release; every launch exhausts its step budget.
+    (f"deadlock_locks.{build}.ptx", kernel): "did not finish within"
+    for build in VARIANTS
+    for kernel in ("spin_lock_fig1", "ready_flags", "two_locks")
 }
 
 
