@@ -240,7 +240,7 @@ def test_thread_dependent_base_never_proves_disjointness():
     text = """kernel k(start)
       a = start + tid
 W:    s = shared[a]
-      w = s < 0
+      w = s < tid
       bnz w, W
       b = a + 1
       shared[b] = s
@@ -248,3 +248,29 @@ W:    s = shared[a]
 """
     assert analyse(text)["W"].verdict == "may-deadlock"
     assert analyse(text.replace("start + tid", "start + 0"))["W"].reason == "no-releasing-write"
+
+
+WAIT_THEN_JOIN = """kernel k(flag, out)
+      w = tid == 0
+      bz w, JOIN
+WAIT: f = shared[flag]
+      bz f, WAIT
+JOIN: {join}
+      stop
+"""
+
+
+def test_uniform_exit_still_waits_for_lanes_at_an_enclosing_meeting_point():
+    """Lane 0 spins with a warp-uniform exit; the other lanes wait at JOIN, where the
+    release is: the write reachable from JOIN counts (and the run hangs)."""
+    text = WAIT_THEN_JOIN.format(join="shared[flag] = 1")
+    loop = analyse(text)["WAIT"]
+    assert loop.verdict == "may-deadlock"
+    assert [w.place.block for w in loop.releasing_writes] == ["JOIN"]
+    (kernel,) = api.parse_text(text, "t.musimd", "musimd").kernels
+    config = LaunchConfig(threads=4, warp_width=4, params={"flag": 0, "out": 8},
+                          shared=dict.fromkeys(range(16), 0), reconvergence="ipdom",
+                          max_steps=2000)
+    with pytest.raises(ExecutionError, match="did not finish"):
+        run_kernel(kernel, config)
+    assert analyse(WAIT_THEN_JOIN.format(join="x = 1"))["WAIT"].reason == "uniform-exit"
