@@ -29,7 +29,7 @@ RELATIONS: dict[str, int] = {
     "back_edge": 2,
     "thread_id": 1,
     "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
-    "mem_def": 2, "store_value": 2, "barrier": 1,
+    "mem_def": 2, "store_value": 2, "barrier": 1, "hidden_operands": 1,
 }
 
 # Memory spaces of mem_read/mem_write: every space an instruction can read or write; the
@@ -154,6 +154,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             continue
         if instr.kind == ir.ASSIGN:
             _assign_facts(ssa, instrs, var.instruction, name, add, q)
+            if instr.attrs.get("hidden_args"):
+                add(f"hidden_operands({name})")
         if instr.kind == ir.ASSIGN and instr.operator == "copy":
             arg = instr.args[0]
             if isinstance(arg, ir.Const) and fits(arg.value):

@@ -274,3 +274,53 @@ def test_uniform_exit_still_waits_for_lanes_at_an_enclosing_meeting_point():
     with pytest.raises(ExecutionError, match="did not finish"):
         run_kernel(kernel, config)
     assert analyse(WAIT_THEN_JOIN.format(join="x = 1"))["WAIT"].reason == "uniform-exit"
+
+
+VOTE_WAIT = """.version 9.0
+.target sm_80
+.address_size 64
+.visible .entry vote_wait(.param .u64 vote_wait_param_0, .param .u64 vote_wait_param_1)
+{
+	.reg .pred %p<5>;
+	.reg .b32 %r<7>;
+	.reg .b64 %rd<7>;
+	ld.param.u64 %rd4, [vote_wait_param_0];
+	ld.param.u64 %rd3, [vote_wait_param_1];
+	cvta.to.global.u64 %rd1, %rd4;
+	mov.u32 %r1, %tid.x;
+	setp.lt.u32 %p1, %r1, 16;
+	@%p1 bra $L__BB0_2;
+	bra.uni $L__BB0_1;
+$L__BB0_2:
+	cvta.to.global.u64 %rd2, %rd3;
+$L__BB0_3:
+	ld.volatile.global.u32 %r3, [%rd1];
+	setp.ne.s32 %p2, %r3, 0;
+	mov.u32 %r4, 65535;
+	vote.sync.all.pred %p3, %p2, %r4;
+	not.pred %p4, %p3;
+	@%p4 bra $L__BB0_3;
+	mul.wide.u32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd2, %rd5;
+	mov.u32 %r6, 1;
+	st.global.u32 [%rd6], %r6;
+	bra.uni $L__BB0_5;
+$L__BB0_1:
+	mov.u32 %r2, 1;
+	st.volatile.global.u32 [%rd1], %r2;
+$L__BB0_5:
+	ret;
+}
+"""
+
+
+def test_a_vote_controlled_wait_reads_through_the_vote():
+    """`if (tid < 16) while (!__all_sync(m, *flag)); else *flag = 1;`: the vote's operand
+    is hidden from the operand facts; the slice still reaches the flag's load, and the
+    writer on the other side of the divergent branch is parallel."""
+    program = api.parse_text(VOTE_WAIT, "vote.ptx", "ptx")
+    (report,) = api.deadlock(program).kernels
+    (loop,) = report.loops
+    assert loop.verdict == "may-deadlock"
+    assert [(w.place.block, w.path) for w in loop.releasing_writes] == [("$L__BB0_1",
+                                                                         "parallel")]
