@@ -324,3 +324,41 @@ def test_a_vote_controlled_wait_reads_through_the_vote():
     assert loop.verdict == "may-deadlock"
     assert [(w.place.block, w.path) for w in loop.releasing_writes] == [("$L__BB0_1",
                                                                          "parallel")]
+
+
+def test_sarif_of_deadlock_findings_is_valid(capsys, monkeypatch):
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parents[1] / "data" / "sarif-schema-2.1.0.json")
+                        .read_text(encoding="utf-8"))
+    monkeypatch.chdir(SAMPLES.parent)
+    assert main(["deadlock", "--format", "sarif", "samples/cuda/deadlock_locks.O3.ptx",
+                 "samples/musimd/deadlock_t9_divergent_barrier.musimd"]) == 0
+    log = json.loads(capsys.readouterr().out)
+    jsonschema.Draft4Validator(schema).validate(log)
+    (run,) = log["runs"]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [
+        "gpudiv-simt-deadlock", "gpudiv-divergent-barrier"]
+    results = run["results"]
+    assert {r["ruleId"] for r in results} == {"gpudiv-simt-deadlock",
+                                             "gpudiv-divergent-barrier"}
+    cuda = [r for r in results if r["ruleId"] == "gpudiv-simt-deadlock"]
+    assert len(cuda) == 4  # spin_lock_fig1, ready_flags, two_locks ×2
+    for r in cuda:  # the CUDA line, the PTX line as a related location
+        assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(
+            "deadlock_locks.cu")
+        assert r["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] \
+            .endswith("deadlock_locks.O3.ptx")
+
+
+def test_cuda_sample_verdicts_in_both_builds():
+    expected = {"spin_lock_fig1": ["may-deadlock"], "safe_lock_fig3": ["safe"],
+                "two_locks": ["may-deadlock", "may-deadlock"], "all_controlled": ["safe"]}
+    for build in ("O3", "G"):
+        report = api.deadlock(SAMPLES / "cuda" / f"deadlock_locks.{build}.ptx")
+        for name, verdicts in expected.items():
+            assert [lp.verdict for lp in report.kernel(name).loops] == verdicts, (build, name)
+        flags = report.kernel("ready_flags")
+        (spin,) = flags.detections
+        assert spin.shared_reads and spin.shared_reads[0].origin[1] == 64  # while (ready[k]…)
+        assert spin.safe_reconvergence.origin[1] == 69  # the end of the outer loop
