@@ -30,7 +30,12 @@ RELATIONS: dict[str, int] = {
     "thread_id": 1,
     "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
     "mem_def": 2, "store_value": 2, "barrier": 1, "hidden_operands": 1,
+    "branch_when": 3, "cmp_kind": 2,
 }
+
+# PTX integer comparison names (unsigned ones by their ordering) → cmp_kind/2.
+PTX_COMPARISONS = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne",
+                   "lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
 
 # Memory spaces of mem_read/mem_write: every space an instruction can read or write; the
 # deadlock rules treat global, shared and generic ones as memory other threads can see.
@@ -119,6 +124,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
         add(f"branch({q(br.block)},{br.instruction})")
         if br.condition is not None:
             add(f"branch_cond({q(br.block)},{q(br.condition)})")
+        term = instrs[br.instruction]
+        if term.target is not None and term.operator in ("bz", "bnz"):
+            add(f"branch_when({q(br.block)},{q(term.target)},{int(term.operator == 'bnz')})")
         if instrs[br.instruction].attrs.get("uniform_hint"):
             add(f"uniform_hint({q(br.block)})")
     for name in sorted(invariant_values(ssa)):
@@ -156,6 +164,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             _assign_facts(ssa, instrs, var.instruction, name, add, q)
             if instr.attrs.get("hidden_args"):
                 add(f"hidden_operands({name})")
+            kind = comparison_kind(instr)
+            if kind is not None:
+                add(f"cmp_kind({name},{quote(kind)})")
         if instr.kind == ir.ASSIGN and instr.operator == "copy":
             arg = instr.args[0]
             if isinstance(arg, ir.Const) and fits(arg.value):
@@ -175,6 +186,15 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
     _memory_facts(ssa, instrs, add, q)
     return out
+
+
+def comparison_kind(instr: ir.Instruction) -> str | None:
+    """The comparison of a PTX integer `setp` with one destination (`setp.lo.u32` → "lt"),
+    None for anything else (μ-SIMD comparisons have their own `assign_op/2` names)."""
+    if normalise(instr) != "cmp" or "|" in instr.text:
+        return None
+    parts = str(instr.operator).split(".")
+    return PTX_COMPARISONS.get(parts[1]) if len(parts) > 1 else None
 
 
 def instruction_id(n: int) -> str:

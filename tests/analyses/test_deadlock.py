@@ -362,3 +362,32 @@ def test_cuda_sample_verdicts_in_both_builds():
         (spin,) = flags.detections
         assert spin.shared_reads and spin.shared_reads[0].origin[1] == 64  # while (ready[k]…)
         assert spin.safe_reconvergence.origin[1] == 69  # the end of the outer loop
+
+
+BOUNDED_RETRY = """kernel k(m, n)
+      i = 0
+L:    t = atominc shared[m]
+      p = t == 1
+      bnz p, GOT
+      i = i + {step}
+      q = i {cmp} n
+      bnz q, L
+GOT:  shared[m] = 0
+      stop
+"""
+
+
+def test_a_counted_exit_bounds_the_loop():
+    """A lock attempt retried at most n times: every lane leaves after n iterations."""
+    text = BOUNDED_RETRY.format(step=1, cmp="<")
+    loop = analyse(text)["L"]
+    assert (loop.verdict, loop.reason) == ("safe", "counted-exit")
+    (kernel,) = api.parse_text(text, "t.musimd", "musimd").kernels
+    config = LaunchConfig(threads=4, warp_width=4, params={"m": 0, "n": 5},
+                          shared=dict.fromkeys(range(8), 0), reconvergence="ipdom",
+                          max_steps=4000)
+    run_kernel(kernel, config)
+    assert analyse(BOUNDED_RETRY.format(step=-1, cmp="!="))["L"].reason == "counted-exit"
+    # i <= n never fails for n = MAX; a step of 2 may jump over n: not counted
+    assert analyse(BOUNDED_RETRY.format(step=1, cmp="<="))["L"].verdict == "may-deadlock"
+    assert analyse(BOUNDED_RETRY.format(step=2, cmp="!="))["L"].verdict == "may-deadlock"
