@@ -30,7 +30,7 @@ RELATIONS: dict[str, int] = {
     "thread_id": 1,
     "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
     "mem_def": 2, "store_value": 2, "barrier": 1, "hidden_operands": 1,
-    "branch_when": 3, "cmp_kind": 2,
+    "branch_when": 3, "cmp_kind": 2, "pred_not": 2,
 }
 
 # PTX integer comparison names (unsigned ones by their ordering) → cmp_kind/2.
@@ -167,6 +167,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             kind = comparison_kind(instr)
             if kind is not None:
                 add(f"cmp_kind({name},{quote(kind)})")
+            if instr.operator == "not.pred" and var.operands:
+                add(f"pred_not({name},{q(var.operands[0])})")
         if instr.kind == ir.ASSIGN and instr.operator == "copy":
             arg = instr.args[0]
             if isinstance(arg, ir.Const) and fits(arg.value):

@@ -391,3 +391,45 @@ def test_a_counted_exit_bounds_the_loop():
     # i <= n never fails for n = MAX; a step of 2 may jump over n: not counted
     assert analyse(BOUNDED_RETRY.format(step=1, cmp="<="))["L"].verdict == "may-deadlock"
     assert analyse(BOUNDED_RETRY.format(step=2, cmp="!="))["L"].verdict == "may-deadlock"
+
+
+RETRY_PTX = """.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry w(.param .u64 p, .param .u64 n)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<5>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [p];
+	ld.param.u64 %rd2, [n];
+	cvt.u32.u64 %r4, %rd2;
+	mov.u32 %r1, 0;
+L:
+	atom.global.cas.b32 %r2, [%rd1], 0, 1;
+	setp.eq.s32 %p1, %r2, 0;
+	@%p1 bra GOT;
+	add.s32 %r1, %r1, 1;
+	cvt.s64.s32 %rd3, %r1;
+	{test}
+	@{neg}%p2 bra L;
+GOT:
+	atom.global.exch.b32 %r3, [%rd1], 0;
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("test, neg, verdict", [
+    ("setp.ne.s32 %p2, %r1, %r4;", "", "safe"),           # i != n on the 32-bit counter
+    ("setp.eq.s32 %p2, %r1, %r4;", "!", "safe"),          # the same, negated guard
+    ("setp.lt.u32 %p2, %r1, %r4;", "", "safe"),           # exit when i >= n (unsigned)
+    ("setp.le.s32 %p2, %r1, %r4;", "", "may-deadlock"),   # exit when i > n: never if n = MAX
+    ("setp.ne.s64 %p2, %rd3, %rd2;", "", "may-deadlock"),  # widened: i may never equal n
+])
+def test_counted_exits_in_ptx(test, neg, verdict):
+    program = api.parse_text(RETRY_PTX.replace("{test}", test).replace("{neg}", neg),
+                             "retry.ptx", "ptx")
+    (report,) = api.deadlock(program).kernels
+    (loop,) = report.loops
+    assert loop.verdict == verdict, loop.reason
