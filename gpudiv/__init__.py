@@ -11,7 +11,7 @@ Typical use::
 __version__ = "0.1.0"
 
 __all__ = ["FileAnalysis", "analyze", "analyze_corpus", "analyze_text", "check",
-           "export_facts", "load", "solve_rules", "__version__"]
+           "export_facts", "load", "print_program", "solve_rules", "transform", "__version__"]
 
 # Public name → (module, attribute), imported on first use.
 _LAZY = {
@@ -22,6 +22,8 @@ _LAZY = {
     "analyze_corpus": ("gpudiv.corpus", "analyze_paths"),
     "export_facts": ("gpudiv.export", "export"),
     "solve_rules": ("gpudiv.experiment", "run_rules"),
+    "transform": ("gpudiv.verify.transform_check", "transform"),
+    "print_program": ("gpudiv.printers", "print_program"),
 }
 
 # `load` is imported eagerly: the name must be the function even after something imports

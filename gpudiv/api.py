@@ -11,7 +11,9 @@ from gpudiv.analyses import deadlock as deadlock_analysis
 from gpudiv.analyses.deadlock import KernelDeadlocks, kernel_deadlocks, pragma_kernels
 from gpudiv.analyses.results import KernelResult
 from gpudiv.findings import Finding, deadlock_findings, file_findings
-from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel, time_slots
+from gpudiv.interp.ptx import PtxLaunch, run_ptx_growing, run_ptx_kernel
+from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError
 from gpudiv.load import load, parse_text
 from gpudiv.oracle import CheckReport, check_kernel, ptx_launches, random_launches
 from gpudiv.solve import RuleError
@@ -165,10 +167,63 @@ def check(analysed: FileAnalysis, seed: int = 0,
     reports = []
     for index, result in enumerate(analysed.kernels):
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
-            launches = ptx_launches(result.ssa.cfg.kernel, seed + index)
-            reports.append(check_kernel(result, launches, run=run_ptx_kernel))
+            launches = [replace(launch, reconvergence=reconvergence) for launch in
+                        ptx_launches(result.ssa.cfg.kernel, seed + index)]
+            reports.append(check_kernel(result, launches, run=run_ptx_growing))
+            reports[-1].reconvergence = ("ipdom" if reconvergence in ("auto", "sync")
+                                         else reconvergence)
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
                                    reconvergence=reconvergence)
         reports.append(check_kernel(result, launches))
+        reports[-1].reconvergence = (reconvergence_for(result.ssa.cfg.kernel)
+                                     if reconvergence == "auto" else reconvergence)
     return reports
+
+
+@dataclass
+class PolicyRun:
+    """One run of `compare_reconvergence`: the policy, how the run ended (`finished`,
+    `SIMT deadlock`, `infinite loop` or `error`), its message and counters, the time slots
+    of μ-SIMD runs (a warp running one block with one set of lanes; Wu et al. Fig 3), and
+    whether its memory equals the memory the mimd run left (None without a mimd result)."""
+
+    policy: str
+    status: str
+    message: str = ""
+    counters: Counters | None = None
+    slots: int | None = None
+    same_as_mimd: bool | None = None
+
+
+def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -> list[PolicyRun]:
+    """Run one launch of a kernel under every reconvergence policy that applies (μ-SIMD:
+    sync when the kernel has `sync`, ipdom, frontier, mimd; PTX: ipdom, frontier, mimd)."""
+    ptx = isinstance(launch, PtxLaunch)
+    policies = ["ipdom", "frontier", "mimd"]
+    if not ptx and reconvergence_for(kernel) == "sync":
+        policies.insert(0, "sync")
+    runs: list[PolicyRun] = []
+    memories: dict[str, object] = {}
+    for policy in policies:
+        try:
+            if ptx:
+                result = run_ptx_kernel(kernel, replace(launch, reconvergence=policy))
+                memories[policy] = {k: v.tobytes() for k, v in result.buffers.items()}
+                runs.append(PolicyRun(policy, "finished", counters=result.counters))
+            else:
+                result = run_kernel(kernel, replace(launch, reconvergence=policy), trace=True)
+                memories[policy] = dict(result.shared)
+                runs.append(PolicyRun(policy, "finished", counters=result.counters,
+                                      slots=time_slots(result.trace)))
+        except DeadlockError as error:
+            status = "SIMT deadlock" if str(error).startswith("SIMT") else "infinite loop"
+            runs.append(PolicyRun(policy, status, str(error)))
+        except ExecutionError as error:
+            runs.append(PolicyRun(policy, "error", str(error)))
+    reference = memories.get("mimd")
+    for run in runs:
+        if reference is not None and run.policy in memories:
+            run.same_as_mimd = memories[run.policy] == reference
+    return runs
+

@@ -1,4 +1,5 @@
-"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`, `deadlock`.
+"""Command line: `gpudiv analyze`, `run`, `check`, `cfg`, `facts`, `solve`, `rules`, `random`,
+`deadlock`.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`.)
 
@@ -22,9 +23,12 @@ from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
 from gpudiv.deadlock_command import register as register_deadlock
 from gpudiv.explain import register as register_explain
+from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, format_trace, run_kernel
+from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError, load
 from gpudiv.report import check_json, render_check
+from gpudiv.transform_cli import register as register_transform
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
 
@@ -104,6 +108,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = LaunchConfig(threads=args.threads, warp_width=args.warp, params=params,
                           shared=_parse_assignments(args.shared, "shared cell", int),
                           reconvergence=args.reconvergence, max_steps=args.max_steps)
+    if args.compare_reconvergence:
+        return print_comparison(kernel.name, api.compare_reconvergence(kernel, config),
+                                args.format)
     try:
         result = run_kernel(kernel, config, trace=args.trace)
     except ExecutionError as error:
@@ -114,22 +121,49 @@ def cmd_run(args: argparse.Namespace) -> int:
         json.dump({"kernel": kernel.name, "threads": args.threads, "warp_width": args.warp,
                    "shared": {str(k): v for k, v in sorted(result.shared.items())},
                    "registers": result.registers,
-                   "counters": {"warp_instructions": counters.warp_instructions,
-                                "lane_instructions": counters.lane_instructions,
-                                "simd_efficiency": counters.simd_efficiency,
-                                "divergent_branches": counters.divergent_branches}},
+                   "reconvergence": args.reconvergence,
+                   "counters": counters.as_dict()},
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_OK
     if args.trace:
         print(format_trace(result, args.threads))
     print(f"kernel {kernel.name}: {args.threads} threads, warp width {args.warp}")
-    print(f"  warp instructions:  {counters.warp_instructions}")
-    print(f"  lane instructions:  {counters.lane_instructions}")
-    print(f"  SIMD efficiency:    {counters.simd_efficiency:.3f}")
-    print(f"  divergent branches: {counters.divergent_branches}")
+    for line in ptxrun.counter_lines(counters):
+        print(line)
     cells = ", ".join(f"[{k}]={v}" for k, v in sorted(result.shared.items()))
     print(f"  shared memory: {cells or '(untouched)'}")
+    return EXIT_OK
+
+
+def print_comparison(kernel: str, runs: list[api.PolicyRun], fmt: str) -> int:
+    """Print `run --compare-reconvergence`: one row per policy; exit 0."""
+    if fmt == "json":
+        json.dump({"kernel": kernel, "policies": [
+            {"policy": r.policy, "status": r.status, "message": r.message,
+             "counters": r.counters.as_dict() if r.counters else None, "time_slots": r.slots,
+             "same_memory_as_mimd": r.same_as_mimd} for r in runs]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    heads = ("policy", "result", "warp instr", "lane instr", "SIMD eff", "divergent",
+             "reconv", "max depth", "slots", "memory = mimd")
+    rows = []
+    for r in runs:
+        c = r.counters
+        cells = ([str(c.warp_instructions), str(c.lane_instructions),
+                  f"{c.simd_efficiency:.3f}", str(c.divergent_branches),
+                  str(c.reconvergences), str(c.max_stack_depth)] if c else ["-"] * 6)
+        same = "-" if r.same_as_mimd is None else ("yes" if r.same_as_mimd else "no")
+        rows.append((r.policy, r.status, *cells, "-" if r.slots is None else str(r.slots),
+                     same))
+    widths = [max(len(h), *(len(row[k]) for row in rows)) for k, h in enumerate(heads)]
+    print(f"kernel {kernel}: the same launch under every reconvergence policy")
+    for row in (heads, *rows):
+        print("  " + "  ".join(cell.ljust(w) if k < 2 else cell.rjust(w)
+                               for k, (cell, w) in enumerate(zip(row, widths, strict=True))))
+    for r in runs:
+        if r.message:
+            print(f"  {r.policy}: {r.message}")
     return EXIT_OK
 
 
@@ -142,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_report_commands(sub)
     register_explain(sub)
     register_compare(sub)
+    register_random(sub)
+    register_transform(sub)
     register_deadlock(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter")
@@ -151,8 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--warp", type=int, default=32)
     run.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     run.add_argument("--shared", action="append", default=[], metavar="ADDRESS=VALUE")
-    run.add_argument("--reconvergence", choices=("auto", "sync", "ipdom"), default="auto",
-                     help="auto: sync if the kernel has sync instructions, else ipdom")
+    run.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
+                     help="ipdom (stack, immediate post-dominators), sync (μ-SIMD sync), "
+                          "frontier (earliest reconvergence), mimd (independent threads); "
+                          "auto: sync if the kernel has sync instructions, else ipdom")
+    run.add_argument("--compare-reconvergence", action="store_true",
+                     help="run the same launch under every policy and print a table")
     run.add_argument("--max-steps", type=int, default=1_000_000)
     run.add_argument("--trace", action="store_true")
     run.add_argument("--format", choices=("text", "json"), default="text")
@@ -178,8 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--require-all", action="store_true",
                        help="exit status 1 when a kernel could not be executed (as for a "
                             "violated claim): nothing goes unchecked in CI")
-    check.add_argument("--reconvergence", choices=("auto", "sync", "ipdom"), default="auto",
-                     help="auto: sync if the kernel has sync instructions, else ipdom")
+    check.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
+                       help="as for run (PTX: sync and auto mean ipdom)")
     check.set_defaults(handler=cmd_check)
     return parser
 

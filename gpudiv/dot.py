@@ -46,7 +46,7 @@ def _row(text: str, color: str | None = None, bold: bool = False) -> str:
     return f'<TR><TD ALIGN="LEFT">{body}</TD></TR>'
 
 
-def _block_label(result: KernelResult, label: str, first: dict[str, int],
+def _block_label(result: KernelResult, label: str,
                  colours: dict[str, str], max_lines: int) -> str:
     """The HTML-like label of one block: its name, φs and instructions."""
     ssa = result.ssa
@@ -66,8 +66,8 @@ def _block_label(result: KernelResult, label: str, first: dict[str, int],
         symbol = PHI_SYMBOLS.get(var.phi_kind or "", "φ")
         lines.append((f"{name} = {symbol}({', '.join(var.operands)})", colours.get(name)))
     if block is not None:
-        for offset, instr in enumerate(block.instructions):
-            defined = ssa.defs[first[label] + offset]
+        for instr in block.instructions:
+            defined = ssa.defs.get(instr.id)
             text = instr.text or instr.kind
             lines.append((text, colours.get(defined) if defined else None))
     if len(lines) > max_lines:
@@ -82,15 +82,10 @@ def cfg_dot(result: KernelResult, max_lines: int = 40) -> str:
     ssa = result.ssa
     cfg = ssa.cfg
     kernel = cfg.kernel
-    first: dict[str, int] = {}
-    index = 0
-    for block in kernel.blocks:
-        first[block.label] = index
-        index += len(block.instructions)
     colours = {v.name: TEXT_COLOURS[v.klass] for v in result.variables
                if v.klass in TEXT_COLOURS}
     branches = {b.label: b for b in result.branches}
-    instrs = kernel.instructions()
+    instrs = kernel.by_id()
     out = [f"digraph {_quote(result.name)} {{",
            f"  label={_quote(f'kernel {result.name} ({result.analysis} analysis)')};",
            "  labelloc=t;",
@@ -103,7 +98,7 @@ def cfg_dot(result: KernelResult, max_lines: int = 40) -> str:
         if node in (ENTRY, EXIT):
             out.append(f"  {_quote(node)} [shape=ellipse, label={_quote(node[1:])}];")
             continue
-        attrs = [f"label={_block_label(result, node, first, colours, max_lines)}"]
+        attrs = [f"label={_block_label(result, node, colours, max_lines)}"]
         branch = branches.get(node)
         if branch is not None:
             fill = DIVERGENT_FILL if branch.divergent else UNIFORM_FILL

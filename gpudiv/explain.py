@@ -173,6 +173,8 @@ _BECAUSE_WORDS = {
     "address": "{v} is loaded with operand {o} (its address or a texture coordinate), "
                "which differs between lanes",
     "overflow": "a coefficient of {v} does not fit in ±2^30 (or a literal is too large)",
+    "wrap": "{v} widens {o} with zeros, and {o} may lie below 0 (or beyond its width) in "
+            "some lanes, where it wraps around",
     "degree": "{v} is a product with a term in a power of tid above the analysis' degree",
     "nonlinear": "{v} applies an operator the analysis does not model to {o}, which "
                  "differs between lanes",

@@ -13,7 +13,7 @@ from collections.abc import Collection
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.invariants import invariant_values
-from gpudiv.operators import integer_bits, normalise
+from gpudiv.operators import integer_bits, normalise, zero_extended_bits
 from gpudiv.ssa import SSAForm
 
 RELATIONS: dict[str, int] = {
@@ -25,8 +25,8 @@ RELATIONS: dict[str, int] = {
     "source": 2, "uniform_input": 1, "const": 2, "copy": 2,
     "phi": 2, "mu": 2, "eta": 2, "rejoin": 2, "rejoin_gate": 2, "invariant_value": 1,
     "load": 3, "load_arg": 3, "store": 3, "atomic": 2,
-    "assign_op": 2, "op_bits": 2, "arg": 3, "arg_const": 3, "arg_big": 2, "phi_arg": 3,
-    "back_edge": 2,
+    "assign_op": 2, "op_bits": 2, "zero_extend": 2, "arg": 3, "arg_const": 3, "arg_big": 2,
+    "phi_arg": 3, "back_edge": 2,
     "thread_id": 1,
     "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
     "mem_def": 2, "store_value": 2, "barrier": 1, "hidden_operands": 1,
@@ -89,7 +89,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
     """
     cfg = ssa.cfg
     kernel = cfg.kernel
-    instrs = kernel.instructions()
+    instrs = kernel.by_id()
     out: list[str] = []
     add = out.append
     q = _namer(namespace)
@@ -162,7 +162,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
             continue
         if instr.kind == ir.ASSIGN:
             _assign_facts(ssa, instrs, var.instruction, name, add, q)
-            if instr.attrs.get("hidden_args"):
+            if instr.implicit:
                 add(f"hidden_operands({name})")
             kind = comparison_kind(instr)
             if kind is not None:
@@ -183,66 +183,78 @@ def kernel_facts(ssa: SSAForm, namespace: str = "") -> list[str]:
                 add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
-    for n, instr in enumerate(instrs):
-        if instr.kind == ir.STORE and ssa.instruction_block[n]:
+    for n, instr in instrs.items():
+        if instr.kind == ir.STORE and ssa.instruction_block.get(n):
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
     _memory_facts(ssa, instrs, add, q)
     return out
 
 
+_INTEGER_TYPES = frozenset(f"{k}{w}" for k in "sub" for w in (8, 16, 32, 64))
+
+
 def comparison_kind(instr: ir.Instruction) -> str | None:
-    """The comparison of a PTX integer `setp` with one destination (`setp.lo.u32` → "lt"),
-    None for anything else (μ-SIMD comparisons have their own `assign_op/2` names)."""
-    if normalise(instr) != "cmp" or "|" in instr.text:
-        return None
+    """The comparison of a PTX integer `setp` of two operands with one destination and no
+    boolean combination (`setp.lo.u32` → "lt"), None for anything else (μ-SIMD
+    comparisons have their own `assign_op/2` names)."""
     parts = str(instr.operator).split(".")
-    return PTX_COMPARISONS.get(parts[1]) if len(parts) > 1 else None
+    if (parts[0] != "setp" or len(parts) != 3 or len(instr.args) != 2 or "|" in instr.text
+            or parts[2] not in _INTEGER_TYPES):
+        return None
+    return PTX_COMPARISONS.get(parts[1])
 
 
 def instruction_id(n: int) -> str:
-    """The name of instruction number `n` in the memory facts (`"i17"`, before its namespace)."""
+    """The name of the instruction with id `n` in the memory facts (`"i17"`, before its
+    namespace)."""
     return f"i{n}"
 
 
-def _memory_facts(ssa: SSAForm, instrs: list[ir.Instruction], add, q) -> None:
+def _memory_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], add, q) -> None:
     """`instr_at/3`, `mem_read/3`, `mem_write/3`, `mem_disp/2`, `mem_size/2`, `mem_def/2`,
     `store_value/2` and `barrier/1`: where memory instructions and barriers are and what
     they touch (read by rules/deadlock.lp)."""
-    position = {}
     for block in ssa.cfg.kernel.blocks:
-        for index, _ in enumerate(block.instructions):
-            position[len(position)] = index
-    for n, instr in enumerate(instrs):
-        block = ssa.instruction_block[n]
-        if not block or (instr.kind not in MEMORY_KINDS and instr.kind != ir.BARRIER):
-            continue
-        name = q(instruction_id(n))
-        add(f"instr_at({name},{q(block)},{position[n]})")
-        if instr.kind == ir.BARRIER:
-            add(f"barrier({name})")
-            continue
-        address = _address_atom(ssa, instrs, n, q)
-        space = quote(instr.space or "generic")
-        if instr.kind in (ir.LOAD, ir.ATOMIC):
-            add(f"mem_read({name},{space},{address})")
-        if instr.kind in (ir.STORE, ir.ATOMIC):
-            add(f"mem_write({name},{space},{address})")
-        disp = instr.attrs.get("disp", 0)
-        if isinstance(disp, int) and fits(disp):
-            add(f"mem_disp({name},{disp})")
-        size = access_size(instr)
-        if size is not None:
-            add(f"mem_size({name},{size})")
-        if instr.dest is not None and instr.kind != ir.STORE:
-            defined = ssa.defs[n] if n < len(ssa.defs) else None
-            if defined:
-                add(f"mem_def({name},{q(defined)})")
-        if instr.kind == ir.STORE:
-            for used in dict.fromkeys(u for u in ssa.uses[n][1:] if u is not None):
-                add(f"store_value({name},{q(used)})")
+        for position, instr in enumerate(block.instructions):
+            n = instr.id
+            if (n not in ssa.instruction_block
+                    or (instr.kind not in MEMORY_KINDS and instr.kind != ir.BARRIER)):
+                continue
+            _memory_instruction_facts(ssa, instrs, n, ssa.instruction_block[n], position,
+                                      add, q)
 
 
-def _address_atom(ssa: SSAForm, instrs: list[ir.Instruction], n: int, q) -> str:
+def _memory_instruction_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], n: int,
+                              block: str, position: int, add, q) -> None:
+    """The memory facts of the instruction with id `n`, instruction `position` of `block`."""
+    instr = instrs[n]
+    name = q(instruction_id(n))
+    add(f"instr_at({name},{q(block)},{position})")
+    if instr.kind == ir.BARRIER:
+        add(f"barrier({name})")
+        return
+    address = _address_atom(ssa, instrs, n, q)
+    space = quote(instr.space or "generic")
+    if instr.kind in (ir.LOAD, ir.ATOMIC):
+        add(f"mem_read({name},{space},{address})")
+    if instr.kind in (ir.STORE, ir.ATOMIC):
+        add(f"mem_write({name},{space},{address})")
+    disp = instr.attrs.get("disp", 0)
+    if isinstance(disp, int) and fits(disp):
+        add(f"mem_disp({name},{disp})")
+    size = access_size(instr)
+    if size is not None:
+        add(f"mem_size({name},{size})")
+    defined = ssa.defs.get(n) if instr.dest is not None and instr.kind != ir.STORE else None
+    if defined:
+        add(f"mem_def({name},{q(defined)})")
+    if instr.kind == ir.STORE:
+        values = ssa.uses[n][1:len(instr.args)]
+        for used in dict.fromkeys(u for u in values if u is not None):
+            add(f"store_value({name},{q(used)})")
+
+
+def _address_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], n: int, q) -> str:
     """The base of a memory access: `"@sym"` for a PTX variable (`[sym+4]`), else the
     address operand as in `load/3`."""
     symbol = instrs[n].attrs.get("symbol")
@@ -287,7 +299,7 @@ def back_edges(cfg: ControlFlowGraph) -> list[tuple[str, str]]:
     return sorted(set(edges))
 
 
-def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, name: str,
+def _assign_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: int, name: str,
                   add, q) -> None:
     """`assign_op/2` (normalised operator) and the ordered operands of an assignment."""
     instr = instrs[instruction]
@@ -295,6 +307,9 @@ def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, 
     bits = integer_bits(instr)
     if bits is not None:
         add(f"op_bits({name},{bits})")
+    extended = zero_extended_bits(instr)
+    if extended is not None:
+        add(f"zero_extend({name},{extended})")
     for index, value in enumerate(instr.args):
         used = ssa.uses[instruction][index]
         if used is not None:
@@ -305,7 +320,7 @@ def _assign_facts(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int, 
             add(f"arg_big({name},{index})")
 
 
-def _operand_atom(ssa: SSAForm, instrs: list[ir.Instruction], instruction: int,
+def _operand_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: int,
                   arg: int, q) -> str:
     """An operand as a term: the SSA name (quoted) or the integer, or `big` if too large."""
     name = ssa.uses[instruction][arg]

@@ -315,7 +315,7 @@ def _fingerprint(rule_id: str, kernel: str, subject: str, seen: dict[str, int]) 
 
 def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
     """The findings of one analysed kernel of the file at `path`, in program order."""
-    instructions = result.ssa.cfg.kernel.instructions()
+    instructions = result.ssa.cfg.kernel.by_id()
     findings = []
     seen: dict[str, int] = {}
     for branch in result.branches:

@@ -28,7 +28,7 @@ _TOP = ("top",)
 _BOTTOM = ("bottom",)
 
 
-def _own_root(instrs: list[ir.Instruction], var: SSAVar,
+def _own_root(instrs: dict[int, ir.Instruction], var: SSAVar,
               uniform_specials: set[str]) -> tuple | None:
     """The root of a variable that is not a copy: an input, or None for anything else."""
     if var.kind == "param" or (var.kind == "special" and var.name in uniform_specials):
@@ -45,7 +45,7 @@ def _own_root(instrs: list[ir.Instruction], var: SSAVar,
     return None
 
 
-def _copied(instrs: list[ir.Instruction], var: SSAVar) -> list[str] | None:
+def _copied(instrs: dict[int, ir.Instruction], var: SSAVar) -> list[str] | None:
     """The variables whose value `var` takes unchanged, or None if it computes one."""
     if var.kind in PHI_LIKE:
         return list(var.operands)
@@ -60,7 +60,7 @@ def _copied(instrs: list[ir.Instruction], var: SSAVar) -> list[str] | None:
 def invariant_values(ssa: SSAForm) -> set[str]:
     """φ-like variables whose every reaching value is one and the same kernel input."""
     specials = {name for name, klass in ssa.cfg.kernel.specials.items() if klass == "uniform"}
-    instrs = ssa.cfg.kernel.instructions()
+    instrs = ssa.cfg.kernel.by_id()
     roots: dict[str, tuple] = {}
     sources: dict[str, list[str]] = {}
     for var in ssa.variables.values():

@@ -23,6 +23,10 @@ STOP = "stop"
 # An instruction whose result the analyses cannot see through (an unknown opcode, a call
 # to an unknown function, a lane-exchanging operation): its destination is divergent.
 OPAQUE = "opaque"
+# An instruction with no effect on values or control flow that the program still says:
+# memory ordering (PTX `membar`, `fence`), hints (`prefetch`, `nanosleep`) and
+# `bar.warp.sync` (convergent). Kept so that a printed program says it too.
+FENCE = "fence"
 
 TERMINATORS = frozenset({BRANCH, JUMP, STOP})
 
@@ -74,9 +78,33 @@ class Special:
 Operand = Var | Const | Special
 
 
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """The predicate that guards an instruction (PTX `@%p` / `@!%p`): the instruction only
+    acts in the lanes where `operand` is true (false when `negated`)."""
+
+    operand: Operand
+    negated: bool = False
+
+    def __str__(self) -> str:
+        return ("!" if self.negated else "") + str(self.operand)
+
+
+# An instruction without an id yet (it gets one when its kernel numbers its instructions).
+NO_ID = -1
+
+
 @dataclass(slots=True)
 class Instruction:
-    """One instruction; `args` are read, `dest` (if any) is written."""
+    """One instruction; `args` are read, `dest` (if any) is written.
+
+    `id` is stable for the life of the kernel (results, facts, observers and the oracle
+    name instructions by it, never by position); `group` is shared by the instructions
+    lowered from one source instruction (a PTX `ld.v2` gives two loads of one group).
+    Besides `args`, an instruction reads its `guard` (when it is guarded) and its
+    `implicit` operands (values a collective reads but whose result does not depend on
+    them for the analyses: the predicate of `vote`, the membermask of `activemask`).
+    """
 
     kind: str
     loc: Loc
@@ -89,11 +117,27 @@ class Instruction:
     # Front-end specific facts: "opcode" (the full PTX opcode), "uniform_hint" (bra.uni),
     # "origin" ((file, line, column) of the CUDA source from .loc), ...
     attrs: dict[str, object] = field(default_factory=dict)
+    id: int = NO_ID
+    group: int | None = None
+    guard: Guard | None = None
+    implicit: tuple[Operand, ...] = ()
+
+    @property
+    def reads(self) -> tuple[Operand, ...]:
+        """Every operand this instruction reads: `args`, then `implicit`, then the guard."""
+        extra = (self.guard.operand,) if self.guard is not None else ()
+        return (*self.args, *self.implicit, *extra)
 
     @property
     def used_vars(self) -> list[str]:
-        """Names of the variables this instruction reads, in operand order."""
-        return [a.name for a in self.args if isinstance(a, Var)]
+        """Names of the variables this instruction reads (all of `reads`), in order."""
+        return [a.name for a in self.reads if isinstance(a, Var)]
+
+    def form(self) -> tuple:
+        """What the instruction does, without identity, position or notes: two
+        instructions with equal forms are interchangeable."""
+        return (self.kind, self.dest, self.args, self.operator, self.space, self.target,
+                self.guard, self.implicit)
 
 
 @dataclass
@@ -125,6 +169,13 @@ class Kernel:
     # Front-end specific facts about the whole kernel (PTX: "reg_types", "params",
     # "symbols": what the PTX interpreter needs to lay out registers and memory).
     attrs: dict[str, object] = field(default_factory=dict)
+    # The register table: every register the kernel declares, with its type (PTX: the
+    # declared type such as "u32" or "pred"; μ-SIMD: "s32", its only type).
+    registers: dict[str, str] = field(default_factory=dict)
+    next_id: int = 0
+
+    def __post_init__(self) -> None:
+        self.instructions()  # number the instructions in program order
 
     def block(self, label: str) -> Block:
         """The block with this label."""
@@ -139,8 +190,21 @@ class Kernel:
         return sum(len(b.instructions) for b in self.blocks)
 
     def instructions(self) -> list[Instruction]:
-        """All instructions in program order."""
-        return [i for b in self.blocks for i in b.instructions]
+        """All instructions in program order (each given an id if it has none yet)."""
+        found = [i for b in self.blocks for i in b.instructions]
+        for instr in found:
+            if instr.id == NO_ID:
+                instr.id = self.fresh_id()
+        return found
+
+    def fresh_id(self) -> int:
+        """An instruction id no instruction of this kernel has had."""
+        self.next_id += 1
+        return self.next_id - 1
+
+    def by_id(self) -> dict[int, Instruction]:
+        """Every instruction by its id."""
+        return {i.id: i for i in self.instructions()}
 
 
 @dataclass
@@ -166,6 +230,9 @@ class Program:
     kernels: list[Kernel]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     parse_ms: dict[str, float] = field(default_factory=dict)
+    # Front-end specific facts about the whole file (PTX: "module", what a printer needs
+    # besides the kernels: directives, module variables, device functions).
+    attrs: dict[str, object] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Diagnostic]:

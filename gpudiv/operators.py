@@ -15,7 +15,9 @@ Names and their meaning (operand order is the instruction's):
 - `shl` (o0 × 2^o1): `<<`; PTX `shl` on integers;
 - `neg` (−o0): unary `-`; PTX `neg` on signed integers;
 - `lt` `le` `gt` `ge` `eq` `ne` (1 or 0): `<` `<=` `>` `>=` `==` `!=`;
-- `cmp` (a comparison of o0 and o1, not folded): PTX `setp`/`set` on integers, two operands;
+- `cmp` (a comparison of o0 and o1, not folded): PTX `setp`/`set` on integers, two
+  operands: `eq`/`ne` on any integer type, `lt`/`le`/`gt`/`ge` on signed ones (ordered
+  comparisons of unsigned values are `generic`: they wrap at 0);
 - `div` `rem` `and` `or` `xor` `shr` `min` `max`, `not` (`!`), `inv` (`~`): μ-SIMD, as the
   interpreter computes them;
 - `generic`: an operator the analysis does not look into (every other PTX opcode).
@@ -52,6 +54,25 @@ def _ptx_types(modifiers: list[str]) -> list[str]:
     return [m for m in modifiers if m in INTEGER_TYPES or m in FLOAT_TYPES or m == "pred"]
 
 
+# PTX comparison operators on integers: equality, and ordered ones of signed and unsigned
+# (`lo`/`ls`/`hi`/`hs`) values.
+EQUALITY = frozenset({"eq", "ne"})
+ORDERED = frozenset({"lt", "le", "gt", "ge"})
+UNSIGNED_ORDERED = frozenset({"lo", "ls", "hi", "hs"})
+
+
+def _difference_decides(modifiers: list[str], types: list[str]) -> bool:
+    """Whether a uniform difference o0 − o1 makes an integer `setp`/`set` uniform (the
+    affine rule for `cmp`): always for `eq`/`ne` (modulo 2^n, a == b exactly when
+    a − b == 0); for ordered comparisons only on signed values. Unsigned values wrap at 0,
+    where thread-dependent indices live: `tid < tid − 16` holds exactly in the lanes with
+    tid < 16."""
+    operator = next((m for m in modifiers if m in EQUALITY | ORDERED | UNSIGNED_ORDERED), None)
+    if operator in EQUALITY:
+        return True
+    return operator in ORDERED and types[-1].startswith("s")
+
+
 def normalise_ptx(opcode: str, operands: int) -> str:
     """The normalised name of a PTX opcode with `operands` source operands."""
     root, *modifiers = opcode.split(".")
@@ -71,7 +92,7 @@ def normalise_ptx(opcode: str, operands: int) -> str:
         name = "shl"
     elif root == "neg" and integer and types[-1].startswith("s"):
         name = "neg"
-    elif root in ("setp", "set") and integer:
+    elif root in ("setp", "set") and integer and _difference_decides(modifiers, types):
         name = "cmp"
     elif root == "cvt" and integer and plain and len(types) == 2:
         destination, source = types
@@ -91,6 +112,24 @@ def integer_bits(instr: ir.Instruction) -> int | None:
     if not types or not all(t in INTEGER_TYPES for t in types):
         return None
     return INTEGER_TYPES[types[-1]]
+
+
+def zero_extended_bits(instr: ir.Instruction) -> int | None:
+    """The width of the unsigned operands a PTX `copy`/`mul`/`mad` zero-extends
+    (`cvt.u64.u32` → 32, `mul.wide.u16` → 16), or None when it does not widen unsigned
+    values. Their value is then `v mod 2^w`, which is `v` only where 0 ≤ v < 2^w."""
+    operator = instr.operator or ""
+    root, *modifiers = operator.split(".")
+    if root not in ("cvt", "mul", "mad") or normalise(instr) not in ("copy", "mul", "mad"):
+        return None
+    types = _ptx_types(modifiers)
+    if root == "cvt":
+        destination, source = types
+        wider = INTEGER_TYPES[destination] > INTEGER_TYPES[source]
+        return INTEGER_TYPES[source] if wider and source.startswith("u") else None
+    if "wide" in modifiers and types[-1].startswith("u"):
+        return INTEGER_TYPES[types[-1]]
+    return None
 
 
 def normalise(instr: ir.Instruction) -> str:

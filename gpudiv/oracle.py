@@ -60,6 +60,22 @@ class CheckReport:
     runs: int = 0
     uses_checked: int = 0
     violations: list[Violation] = field(default_factory=list)
+    reconvergence: str = ""  # the policy the runs used
+    # Counters of the finished runs, summed (max_stack_depth: the largest; simd_efficiency
+    # over all the lane slots issued): `add_counters`.
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+def add_counters(total: dict[str, float], counters) -> None:
+    """Add one run's `simt.Counters` to a check report's totals."""
+    for key in ("warp_instructions", "lane_instructions", "divergent_branches",
+                "reconvergences"):
+        total[key] = total.get(key, 0) + getattr(counters, key)
+    total["lane_slots"] = total.get("lane_slots", 0) + (counters.warp_instructions
+                                                        * counters.warp_width)
+    total["max_stack_depth"] = max(total.get("max_stack_depth", 0), counters.max_stack_depth)
+    total["simd_efficiency"] = round(total["lane_instructions"] / total["lane_slots"], 4) \
+        if total["lane_slots"] else 0.0
 
 
 # (ssa name, source name, claim, constant value; for "affine": (a2, a1, a0 or None))
@@ -91,7 +107,7 @@ class ClaimObserver:
         self._seen: set[tuple[int, str]] = set()
         self.checks = _checks_per_instruction(result)
         self.uniform_branches = {b.instruction: b for b in result.branches if not b.divergent}
-        self.lines = [i.loc.line for i in result.ssa.cfg.kernel.instructions()]
+        self.lines = {i.id: i.loc.line for i in result.ssa.cfg.kernel.instructions()}
         # What "tid" means in affine claims: the lane's thread id, or for PTX `%tid.x`.
         self.tid_register = getattr(config, "thread_index", None)
 
@@ -159,7 +175,7 @@ def _checks_per_instruction(result: KernelResult) -> dict[int, list[_Check]]:
     affine = {v.name: (v, c) for v in result.variables if (c := _affine_claim(v)) is not None}
     specials = result.ssa.cfg.kernel.specials
     checks: dict[int, list[_Check]] = {}
-    for n, names in enumerate(result.ssa.uses):
+    for n, names in result.ssa.uses.items():
         for name in dict.fromkeys(n_ for n_ in names if n_ is not None):
             var = claims.get(name)
             if name in affine:
@@ -196,14 +212,14 @@ def ptx_launches(kernel: ir.Kernel, seed: int) -> list[PtxLaunch]:
 def check_kernel(result: KernelResult, launches: list[LaunchConfig],
                  run: Callable = run_kernel) -> CheckReport:
     """Run the kernel under every launch and check all claims of `result` (`run` is the
-    interpreter: μ-SIMD's `run_kernel`, or `run_ptx_kernel` with `ptx_launches`)."""
+    interpreter: μ-SIMD's `run_kernel`, or `run_ptx_growing` with `ptx_launches`)."""
     kernel = result.ssa.cfg.kernel
     report = CheckReport(result.name)
     failures: list[str] = []
     for config in launches:
         observer = ClaimObserver(result, config)
         try:
-            run(kernel, config, observer=observer)
+            outcome = run(kernel, config, observer=observer)
         except ExecutionError as error:
             failures.append(str(error))
             continue
@@ -211,6 +227,7 @@ def check_kernel(result: KernelResult, launches: list[LaunchConfig],
             report.uses_checked += observer.uses_checked
             report.violations.extend(observer.violations)
         report.runs += 1
+        add_counters(report.counters, outcome.counters)
     if report.runs == 0:
         report.status = "not-executed"
         report.reason = failures[0] if failures else "no launch configuration"

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from gpudiv import ir
-from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+from gpudiv.interp.simt import ExecutionError
 
 DTYPES = {
     "u8": np.uint8, "s8": np.int8, "u16": np.uint16, "s16": np.int16, "u32": np.uint32,
@@ -137,8 +138,13 @@ def run_command(args, path: str, kernel: ir.Kernel) -> int:
         block = parse_dims(args.block, "block")
         values, labels = bind(kernel, args.arg, args.seed)
         launch = PtxLaunch(grid, block, values, dynamic_shared=args.dynamic_shared,
-                           max_steps=args.max_steps)
+                           max_steps=args.max_steps, reconvergence=args.reconvergence)
         trace: list | None = [] if args.trace else None
+        if getattr(args, "compare_reconvergence", False):
+            from gpudiv.api import compare_reconvergence  # the API sits to the right
+            from gpudiv.cli import print_comparison
+            return print_comparison(kernel.name, compare_reconvergence(kernel, launch),
+                                    args.format)
         result = run_ptx_kernel(kernel, launch, trace=trace)
     except ArgumentError as error:
         print(str(error), file=sys.stderr)
@@ -146,7 +152,7 @@ def run_command(args, path: str, kernel: ir.Kernel) -> int:
     except ValueError as error:
         print(f"{path}: error: {error}", file=sys.stderr)
         return 2
-    except PtxExecutionError as error:
+    except ExecutionError as error:  # a fault, a SIMT deadlock, the step budget
         print(f"{path}: error: {error}", file=sys.stderr)
         return 2
     outputs = {labels[name]: array for name, array in result.buffers.items()}
@@ -155,10 +161,8 @@ def run_command(args, path: str, kernel: ir.Kernel) -> int:
     counters = result.counters
     summary = {
         "kernel": kernel.name, "grid": list(grid), "block": list(block),
-        "counters": {"warp_instructions": counters.warp_instructions,
-                     "lane_instructions": counters.lane_instructions,
-                     "simd_efficiency": round(counters.simd_efficiency, 4),
-                     "divergent_branches": counters.divergent_branches},
+        "reconvergence": launch.reconvergence,
+        "counters": counters.as_dict(),
         "buffers": {name: _describe(array) for name, array in outputs.items()},
     }
     if args.format == "json":
@@ -172,15 +176,23 @@ def run_command(args, path: str, kernel: ir.Kernel) -> int:
     print(f"kernel {kernel.name}: grid {'x'.join(map(str, grid))}, block "
           f"{'x'.join(map(str, block))} ({threads} threads, "
           f"{(threads + 31) // 32} warps per block)")
-    print(f"  warp instructions:  {counters.warp_instructions}")
-    print(f"  lane instructions:  {counters.lane_instructions}")
-    print(f"  SIMD efficiency:    {counters.simd_efficiency:.3f}")
-    print(f"  divergent branches: {counters.divergent_branches}")
+    for line in counter_lines(counters):
+        print(line)
     for name, array in outputs.items():
         print(f"  {name}: {_describe(array)}")
     if args.output:
         print(f"  buffers written to {args.output}/")
     return 0
+
+
+def counter_lines(counters) -> list[str]:
+    """The counters of a run as `gpudiv run` prints them."""
+    return [f"  warp instructions:  {counters.warp_instructions}",
+            f"  lane instructions:  {counters.lane_instructions}",
+            f"  SIMD efficiency:    {counters.simd_efficiency:.3f}",
+            f"  divergent branches: {counters.divergent_branches}",
+            f"  reconvergences:     {counters.reconvergences}",
+            f"  max stack depth:    {counters.max_stack_depth}"]
 
 
 def _describe(array: np.ndarray) -> str:

@@ -17,11 +17,34 @@ conditional branch has exactly one `sync`, at its immediate post-dominator:
 interpreter's ipdom mode) and adds joins that are not post-dominators: a jump from the
 then-part into the tail of the else-part, and early exits out of loops. `barrier` is only
 ever emitted at the top nesting level.
+
+Cycles mode (`cycles=True`, unstructured as well) adds cycles that are not natural loops,
+the shapes of gpudiv issue 19 (temporal divergence where lanes of different iterations
+meet):
+
+          i = 0 / x = .. / r = ..        (the cycle's counter and its live values)
+          e = SRC % m / c = e == 1 / bnz c, CY_1 / ...   (entry choice: n, k, tid, ...)
+    CY_0: x = i * 3 + .. / body / jump MID      (one to three entry blocks: several
+    CY_1: x = i * 5 + .. / body / jump MID       headers when more than one is reached)
+    MID:  r = x + i / body / i = i + 1 / g = i < b / q = SELECTOR % m
+          c = q == 0 / c = c & g / bnz c, CY_1   (a switch lowered as a chain of branches:
+    SW_1: y = r * 7 / c = q == 1 / bnz c, X_1     a case goes back to an entry or MID,
+          ...                                     only while g holds, or out through
+    X_0:  y = r + .. / jump OUT                   one of several exits)
+    X_1:  y = r - .. / body
+    OUT:  y = r + i
+
+Bodies are nested statements (loops and cycles among them: nested cycles inside
+irreducible ones); early exits from them may leave for the cycle's exit blocks. Every
+backward branch is a loop latch or a switch case gated by `g = i < b` with `i` counted up
+once per trip through MID (which every path round the cycle crosses) and `b` <= 6, so
+programs still terminate for any inputs.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 BINARY = ("+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=",
           "&", "|", "^", "<<", ">>", "min", "max")
@@ -36,15 +59,55 @@ MAX_TRIPS = 6
 ONE_PATH = 16
 
 
+@dataclass
+class _Cycle:
+    """The names of one generated cycle (see the module doc's picture)."""
+
+    ident: int
+    depth: int
+    bound: str
+    carried: str
+    live: str
+    before: set[str]
+    entries: list[str]
+    exits: list[str]
+
+    @property
+    def counter(self) -> str:
+        """Counted up once per trip through MID."""
+        return f"i{self.depth}"
+
+    @property
+    def guard(self) -> str:
+        """`counter < bound`: the cases back into the cycle are taken only while it holds."""
+        return f"g{self.depth}"
+
+    @property
+    def select(self) -> str:
+        """The value the switch at the bottom chooses on."""
+        return f"q{self.depth}"
+
+    @property
+    def mid(self) -> str:
+        """The merge block every trip goes through."""
+        return f"MID_{self.ident}"
+
+    @property
+    def out(self) -> str:
+        """Where the exit blocks meet."""
+        return f"OUT_{self.ident}"
+
+
 class _Generator:
     """Emits the lines of one kernel; all choices come from one seeded `random.Random`."""
 
     def __init__(self, seed: int, statements: int, max_depth: int, unstructured: bool,
-                 barriers: bool) -> None:
+                 barriers: bool, cycles: bool = False) -> None:
         self.rng = random.Random(seed)
         self.budget = max(statements, 1)
         self.max_depth = max(max_depth, 0)
-        self.unstructured = unstructured
+        self.unstructured = unstructured or cycles
+        self.cycles = cycles
         self.barriers = barriers
         self.lines: list[str] = []
         self.ids = 0
@@ -307,6 +370,130 @@ class _Generator:
         cond = self.condition(self.rng.random() < 0.5)
         self.emit(f"{self.branch_op()} {cond}, {self.rng.choice(self.exits)}")
 
+    # -- cycles (cycles mode) ------------------------------------------------------------
+
+    def selector(self, name: str, cases: int, divergent: bool, extra: str | None) -> str:
+        """`name = SOURCE % cases` from uniform or thread-dependent sources (or `& 3`)."""
+        sources = DIVERGENT_SOURCES if divergent else UNIFORM_SOURCES
+        source = self.pick(sources) if self.rng.random() < 0.8 else self.operand()
+        if extra is not None and self.rng.random() < 0.5:
+            self.emit(f"{name} = {source} + {extra}")
+            source = name
+        if cases == 4 and self.rng.random() < 0.3:
+            self.emit(f"{name} = {source} & 3")
+        else:
+            self.emit(f"{name} = {source} % {cases}")
+        return name
+
+    def choose_entry(self, targets: list[str]) -> None:
+        """Branch to one of `targets` (or fall through to the first entry) on a selector."""
+        if not targets:
+            return
+        select = self.selector("e", len(targets) + 1, self.rng.random() < 0.5, None)
+        for index, label in enumerate(targets, 1):
+            self.emit(f"c = {select} == {index}")
+            self.emit(f"bnz c, {label}")
+
+    def switch(self, cases: list[str], inside: set[str], shape: _Cycle) -> None:
+        """The switch as a chain of branches; cases back into the cycle need the guard."""
+        for index, label in enumerate(cases):
+            if index > 0:
+                self.emit("", f"SW{shape.ident}_{index}")
+                self.read_live(shape.live, shape.depth)
+                if self.rng.random() < 0.3:
+                    self.nested(shape.depth + 1)
+            back = label in inside
+            if back and self.rng.random() < 0.2:
+                self.emit(f"bnz {shape.guard}, {label}")  # `default: back while g holds`
+                continue
+            compare = self.rng.choice(("==", "==", "==", "<=", "!="))
+            self.emit(f"c = {shape.select} {compare} {index}")
+            if back:
+                self.emit(f"c = c & {shape.guard}")
+            self.emit(f"bnz c, {label}")
+
+    def read_live(self, live: str, depth: int) -> None:
+        """Read a value of the cycle where lanes of different trips may meet."""
+        if self.rng.random() < 0.75:
+            dest = self.target(depth)
+            op = self.rng.choice(("+", "-", "*", "^", "max"))
+            right = str(self.rng.randint(2, 9)) if self.rng.random() < 0.5 else self.operand()
+            self.emit(f"{dest} = {live} {op} {right}")
+            self.define(dest)
+
+    def cycle(self, depth: int) -> None:
+        """A cycle: entry choice, entry blocks, MID with its switch, exits (module doc)."""
+        ident = self.fresh_id()
+        bound = self.bound(depth, self.rng.random() < 0.5)
+        self.emit(f"i{depth} = 0")
+        carried, live = self.rng.sample(POOL, 2)
+        for name in (carried, live):
+            self.emit(f"{name} = {self.operand()}")
+            self.define(name)
+        shape = _Cycle(
+            ident, depth, bound, carried, live, set(self.defined),
+            [f"CY{ident}_{j}" for j in range(self.rng.choice((1, 2, 2, 2, 3)))],
+            [f"X{ident}_{j}" for j in range(self.rng.choice((1, 2, 2, 3)))])
+        into = shape.entries[1:] + ([shape.mid] if self.rng.random() < 0.25 else [])
+        self.choose_entry(into)
+        written, self.written = self.written, set()
+        self.counters.append(shape.counter)
+        self.exits.extend(shape.exits)
+        paths = self.cycle_entries(shape)
+        self.merge(shape.before, paths + ([shape.before] if shape.mid in into else []))
+        self.cycle_bottom(shape)
+        self.counters.pop()
+        del self.exits[-len(shape.exits):]
+        self.cycle_exits(shape)
+        inside, self.written = self.written, written | self.written
+        self.maybe |= inside - self.defined
+        self.read_live(self.rng.choice((live, carried, shape.counter)), depth)
+
+    def cycle_entries(self, shape: _Cycle) -> list[set[str]]:
+        """The entry blocks, each with its own value of `carried`, all going on to MID."""
+        paths = []
+        for index, label in enumerate(shape.entries):
+            self.emit("", label)
+            self.defined = set(shape.before)
+            self.emit(f"{shape.carried} = {shape.counter} * {self.rng.randint(1, 7)}")
+            if self.rng.random() < 0.5:
+                self.emit(f"{shape.carried} = {shape.carried} + {self.operand()}")
+            paths.append(self.nested(shape.depth + 1))
+            if index < len(shape.entries) - 1 or self.rng.random() < 0.2:
+                self.emit(f"jump {shape.mid}")
+        return paths
+
+    def cycle_bottom(self, shape: _Cycle) -> None:
+        """MID: `live` from `carried`, the counter and guard, the switch at the bottom."""
+        self.emit("", shape.mid)
+        operator = self.rng.choice(("+", "-", "*", "^"))
+        self.emit(f"{shape.live} = {shape.carried} {operator} {shape.counter}")
+        if self.rng.random() < 0.5:
+            self.nested(shape.depth + 1)
+        self.emit(f"{shape.counter} = {shape.counter} + 1")
+        self.emit(f"{shape.guard} = {shape.counter} < {shape.bound}")
+        self.selector(shape.select, self.rng.randint(2, 4), self.rng.random() < 0.6,
+                      shape.counter)
+        inside = [*shape.entries, shape.mid]
+        cases = [self.rng.choice(inside)]
+        cases += [self.rng.choice(inside + shape.exits) for _ in range(self.rng.randint(0, 3))]
+        cases += [label for label in shape.exits[1:] if label not in cases]
+        self.rng.shuffle(cases)
+        self.switch(cases, set(inside), shape)
+
+    def cycle_exits(self, shape: _Cycle) -> None:
+        """The exit blocks (the first is the switch's default), each reading `live`."""
+        for index, label in enumerate(shape.exits):
+            self.emit("", label)
+            self.defined = shape.before | {shape.counter, shape.bound}
+            self.read_live(shape.live, shape.depth)
+            if self.rng.random() < 0.3:
+                self.nested(shape.depth + 1)
+            if index < len(shape.exits) - 1:
+                self.emit(f"jump {shape.out}")
+        self.emit("", shape.out)
+        self.defined = shape.before | {shape.counter, shape.bound}
+
     # -- dispatch ------------------------------------------------------------------------
 
     def statement(self, depth: int) -> None:
@@ -318,6 +505,8 @@ class _Generator:
             kinds += [(self.if_else, 12), (self.loop, 8)]
             if self.unstructured:
                 kinds.append((self.unstructured_if, 6))
+            if self.cycles:
+                kinds.append((self.cycle, 14))
         if self.unstructured and self.exits:
             kinds.append((self.early_exit, 3))
         if self.barriers and depth == 0:
@@ -346,7 +535,8 @@ class _Generator:
 
 
 def random_program(seed: int, statements: int = 20, *, max_depth: int = 3,
-                   unstructured: bool = False, barriers: bool = False,
+                   unstructured: bool = False, barriers: bool = False, cycles: bool = False,
                    name: str = "rand") -> str:
     """The text of one random terminating μ-SIMD kernel `NAME(n, k)` (see module doc)."""
-    return _Generator(seed, statements, max_depth, unstructured, barriers).program(name)
+    return _Generator(seed, statements, max_depth, unstructured, barriers,
+                      cycles).program(name)

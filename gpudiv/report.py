@@ -90,7 +90,8 @@ def check_json(files: list[tuple[str, list[CheckReport]]]) -> dict:
             total += len(r.violations)
             kernels.append({
                 "name": r.name, "status": r.status, "reason": r.reason, "runs": r.runs,
-                "uses_checked": r.uses_checked,
+                "uses_checked": r.uses_checked, "reconvergence": r.reconvergence,
+                "counters": dict(r.counters),
                 "violations": [{"claim": v.claim, "variable": v.variable, "source": v.source,
                                 "line": v.line, "lanes": v.lanes, "values": v.values,
                                 "threads": v.threads, "warp_width": v.warp_width,
@@ -190,6 +191,13 @@ def render_check(files: list[tuple[str, list[CheckReport]]], out: TextIO) -> Non
             extra = f" ({r.reason})" if r.reason else ""
             out.write(f"{path}: kernel {r.name}: {status}: {r.runs} runs, {r.uses_checked} "
                       f"uses checked, {len(r.violations)} violations{extra}\n")
+            if r.counters:
+                c = r.counters
+                out.write(f"  {r.reconvergence}: {c['warp_instructions']} warp instructions, "
+                          f"{c['lane_instructions']} lane instructions, SIMD efficiency "
+                          f"{c['simd_efficiency']:.3f}, {c['divergent_branches']} divergent "
+                          f"branches, {c['reconvergences']} reconvergences, max stack depth "
+                          f"{c['max_stack_depth']}\n")
             for v in r.violations:
                 out.write(f"{path}:{v.line}: violation: {v}\n")
     reports = [r for _, rs in files for r in rs]

@@ -40,7 +40,7 @@ class SSAVar:
 
 @dataclass
 class Branch:
-    """A conditional branch: its block, instruction index and condition (SSA name or None)."""
+    """A conditional branch: its block, instruction id and condition (SSA name or None)."""
 
     block: str
     instruction: int
@@ -54,15 +54,18 @@ class SSAForm:
 
     cfg: ControlFlowGraph
     variables: dict[str, SSAVar]
-    uses: list[list[str | None]]
-    defs: list[str | None]
+    # Keyed by instruction id (`ir.Instruction.id`). `uses[i]` has one entry per operand
+    # of `reads`: the arguments first (aligned with `args`), then implicit reads and the
+    # guard.
+    uses: dict[int, list[str | None]]
+    defs: dict[int, str | None]
     phis: dict[str, list[str]]
     branches: list[Branch]
     undefined: list[tuple[str, ir.Loc]]
-    instruction_block: list[str]
+    instruction_block: dict[int, str]
 
     def use_of(self, instruction: int, arg: int) -> str | None:
-        """SSA name read by operand `arg` of instruction number `instruction`."""
+        """SSA name read by operand `arg` of the instruction with id `instruction`."""
         return self.uses[instruction][arg]
 
 
@@ -287,10 +290,12 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
             phis[label] = names
         for n in statements[label]:
             instr = instrs[n]
-            uses[n] = [renamer.operand(a, instr.loc) for a in instr.args]
+            uses[n] = [renamer.operand(a, instr.loc) for a in instr.reads]
             if instr.dest is not None:
+                operands = uses[n][:len(instr.args)]
                 var = SSAVar("", instr.dest, instr.kind, label, instr.loc,
-                             operands=[u for u in uses[n] if u is not None], instruction=n)
+                             operands=[u for u in operands if u is not None],
+                             instruction=instr.id)
                 defs[n] = renamer._define(instr.dest, var)
                 pushed.append(instr.dest)
         return pushed
@@ -327,7 +332,9 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     branches = []
     for n, instr in enumerate(instrs):
         if instr.kind == ir.BRANCH and instruction_block[n]:
-            branches.append(Branch(instruction_block[n], n, uses[n][0], instr.loc))
+            branches.append(Branch(instruction_block[n], instr.id, uses[n][0], instr.loc))
     undefined = sorted(renamer.undefined.items(), key=lambda item: (item[1].line, item[0]))
-    return SSAForm(cfg, renamer.variables, uses, defs, phis, branches, undefined,
-                   instruction_block)
+    ids = [i.id for i in instrs]
+    return SSAForm(cfg, renamer.variables, dict(zip(ids, uses, strict=True)),
+                   dict(zip(ids, defs, strict=True)), phis, branches, undefined,
+                   dict(zip(ids, instruction_block, strict=True)))

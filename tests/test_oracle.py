@@ -63,6 +63,11 @@ def test_every_sample_checks_without_violation():
             assert report.status == "checked", (path, report.reason)
             assert report.violations == [], (path, report.violations)
             assert report.uses_checked > 0
+            if report.name == "spin_lock":  # deadlocks whenever two threads share a warp
+                assert "SIMT deadlock in kernel spin_lock" in report.reason
+            else:  # deadlock detection never fires on kernels that terminate
+                assert "SIMT deadlock" not in report.reason, (path, report.reason)
+                assert "infinite loop" not in report.reason, (path, report.reason)
 
 
 def test_oracle_catches_a_wrong_uniform_claim():

@@ -146,3 +146,86 @@ def test_any_seed_and_size(seed: int, statements: int, max_depth: int, unstructu
     ssa, _ = _analyse(kernel)
     assert max((loop.depth for loop in ssa.cfg.loops.values()), default=0) <= max_depth
     assert _backward_jumps_are_loops(kernel)
+
+
+# -- cycles mode ---------------------------------------------------------------------------
+
+def _backward_targets(kernel: ir.Kernel) -> set[str]:
+    """Labels that some jump or branch at or after them goes back to."""
+    position = {block.label: i for i, block in enumerate(kernel.blocks)}
+    return {term.target for i, block in enumerate(kernel.blocks)
+            if (term := block.terminator) is not None and term.target is not None
+            and position[term.target] <= i}
+
+
+def _exit_targets(ssa: SSAForm, loop) -> set[str]:
+    """Blocks outside a cycle that its blocks branch to (synthetic exit splits resolved)."""
+    cfg = ssa.cfg
+    found = set()
+    for block in loop.blocks:
+        for succ in cfg.successors(block):
+            if succ not in loop.blocks:
+                while succ in cfg.synthetic:
+                    succ = cfg.successors(succ)[0]
+                found.add(succ)
+    return found
+
+
+@pytest.mark.parametrize("start", range(0, 200, CHUNK))
+def test_cycles_mode_programs_parse_build_and_solve(start: int) -> None:
+    for seed in range(start, start + CHUNK):
+        text = random_program(seed, cycles=True, barriers=seed % 3 == 0)
+        kernel = _kernel(text)
+        ssa, result = _analyse(kernel)
+        assert not ssa.cfg.unreachable and not ssa.cfg.no_exit and not ssa.cfg.falls_off_end
+        assert _count(kernel, ir.SYNC) == 0
+        # Backward jumps only reach loop heads and cycle entries, whose counters bound them.
+        assert all(t.startswith(("HEAD_", "CY", "MID_")) for t in _backward_targets(kernel))
+        _check_barriers_top_level(kernel, ssa, result)
+
+
+def test_cycles_mode_shapes_appear() -> None:
+    """Across seeds: irreducible cycles entered on uniform and on thread-dependent values,
+    switch chains with several exits, cycles nested in irreducible ones, rejoin points and
+    divergent rejoin copies, η's of values leaving cycles."""
+    seen = {"irreducible": 0, "several exits": 0, "nested in irreducible": 0, "rejoin": 0,
+            "divergent rejoin": 0, "uniform entry": 0, "divergent entry": 0}
+    for seed in range(60):
+        text = random_program(seed, 25, cycles=True)
+        ssa, result = _analyse(_kernel(text))
+        loops = ssa.cfg.loops
+        irreducible = {name for name, loop in loops.items() if len(loop.headers) > 1}
+        seen["irreducible"] += bool(irreducible)
+        seen["several exits"] += any(len(_exit_targets(ssa, loop)) > 1
+                                     for loop in loops.values())
+        seen["nested in irreducible"] += any(loop.parent in irreducible
+                                             for loop in loops.values())
+        seen["rejoin"] += bool(ssa.cfg.rejoins)
+        seen["divergent rejoin"] += bool(result.relation("divergent_rejoin"))
+        entries = [line.split("=")[1].split()[0] for line in text.splitlines()
+                   if line.strip().startswith("e = ")]
+        seen["uniform entry"] += any(e in ("n", "k", "ntid", "warpid") for e in entries)
+        seen["divergent entry"] += any(e in ("tid", "laneid") for e in entries)
+    assert all(count >= 10 for count in seen.values()), seen
+
+
+def test_cycles_mode_is_deterministic_and_differs_from_plain_mode() -> None:
+    assert random_program(5, 30, cycles=True) == random_program(5, 30, cycles=True)
+    assert random_program(5, 30, cycles=True) != random_program(5, 30, unstructured=True)
+    assert all("MID_" not in random_program(seed, 30, unstructured=True)
+               for seed in range(20))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(-2**40, 2**40), statements=st.integers(1, 60),
+       max_depth=st.integers(0, 4), barriers=st.booleans())
+def test_any_seed_and_size_with_cycles(seed: int, statements: int, max_depth: int,
+                                       barriers: bool) -> None:
+    """A cycle adds at most two levels to the loop forest (an inner cycle through MID)."""
+    text = random_program(seed, statements, max_depth=max_depth, barriers=barriers,
+                          cycles=True)
+    kernel = _kernel(text)
+    ssa, _ = _analyse(kernel)
+    assert not ssa.cfg.unreachable and not ssa.cfg.no_exit
+    assert max((loop.depth for loop in ssa.cfg.loops.values()), default=0) <= 2 * max_depth
+    assert all(t.startswith(("HEAD_", "CY", "MID_")) for t in _backward_targets(kernel))

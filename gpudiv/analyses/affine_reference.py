@@ -22,7 +22,7 @@ from gpudiv import ir
 from gpudiv.cfg import EXIT, ControlFlowGraph
 from gpudiv.facts import THREAD_ID_NAMES, back_edges, fits
 from gpudiv.invariants import invariant_values
-from gpudiv.operators import integer_bits, normalise
+from gpudiv.operators import integer_bits, normalise, zero_extended_bits
 from gpudiv.ssa import SSAForm, SSAVar
 
 
@@ -93,6 +93,8 @@ def _tdiv(a: int, b: int) -> int:
 def fold(op: str, args: list[int], bits: int | None = None) -> Coef:
     """The value of a foldable operator on constants (as the interpreter computes it);
     `bits`: the width of a PTX integer opcode (a 64-bit shl shifts by up to 63)."""
+    if len(args) not in (1, 2):  # PTX: no operands (activemask), or three and more
+        return BOT
     if len(args) == 1:
         (a,) = args
         table1 = {"neg": lambda: -a, "not": lambda: int(a == 0), "inv": lambda: ~a}
@@ -221,7 +223,7 @@ class AffineReference:
         self.ssa = ssa
         self.cfg = ssa.cfg
         self.dom = Domain(degree)
-        self.instrs = ssa.cfg.kernel.instructions()
+        self.instrs = ssa.cfg.kernel.by_id()
         self.specials = ssa.cfg.kernel.specials
         self.back = set(back_edges(self.cfg))
         self.branch_cond = {br.block: br.condition for br in ssa.branches}
@@ -291,7 +293,28 @@ class AffineReference:
                 return dom.bottom()
             return dom.uniform()
         instr = self.instrs[n]
-        return self.assign(normalise(instr), args, _literal_shift(instr), integer_bits(instr))
+        op = normalise(instr)
+        width = zero_extended_bits(instr)
+        if width is not None:
+            extended = (0,) if op == "copy" else (0, 1)
+            args = [self.zero_extend(a, width) if i in extended else a
+                    for i, a in enumerate(args)]
+        return self.assign(op, args, _literal_shift(instr), integer_bits(instr))
+
+    def zero_extend(self, value: Value, width: int) -> Value:
+        """A `width`-bit unsigned operand widened with zeros (rules/affine.lp, af_xo): the
+        value when it is uniform (its constant only when known and in range) or provably
+        in 0..2^width − 1 for every tid in 0..1023 (no tid² term); ⊥ otherwise."""
+        dom = self.dom
+        limit = 2**31 - 1 if width >= 32 else 2**width - 1
+        in_range = isinstance(value[0], int) and 0 <= value[0] <= limit
+        if dom.is_uniform(value):
+            return (value[0] if in_range else BOT,) + value[1:]
+        if not in_range or any(c != 0 for c in value[2:]) or not isinstance(value[1], int):
+            return dom.bottom()
+        a, b = value[1], value[0]
+        ok = a <= (limit - b) // 1023 if a >= 0 else -a <= b // 1023
+        return value if ok else dom.bottom()
 
     def assign(self, op: str, args: list[Value], literal_shift: bool,
                bits: int | None = None) -> Value:

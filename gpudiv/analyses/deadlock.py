@@ -230,9 +230,9 @@ def kernel_deadlocks(result: KernelResult, assumed_safe: bool = False) -> Kernel
 
 
 def _positions(kernel: ir.Kernel) -> dict[str, tuple[str, int]]:
-    """Instruction name (`"i17"`) → (block, position in block), program order."""
+    """Instruction name (`"i17"`: id 17) → (block, position in block)."""
     out: dict[str, tuple[str, int]] = {}
     for block in kernel.blocks:
-        for index, _ in enumerate(block.instructions):
-            out[f"i{len(out)}"] = (block.label, index)
+        for index, instr in enumerate(block.instructions):
+            out[f"i{instr.id}"] = (block.label, index)
     return out

@@ -48,7 +48,7 @@ class BranchResult:
     column: int
     divergent: bool
     condition: str | None
-    instruction: int
+    instruction: int  # the branch's `ir.Instruction.id`
     target: str | None = None
     # (file, line, column) of the CUDA source the branch comes from (a PTX `.loc`)
     origin: tuple | None = None
@@ -104,7 +104,7 @@ def undefined_variable_warnings(ssa: SSAForm) -> list[tuple[str, ir.Loc]]:
 
 def branch_results(ssa: SSAForm, divergent_blocks: set[str]) -> list[BranchResult]:
     """The conditional branches of a kernel, divergent where their block is listed."""
-    instructions = ssa.cfg.kernel.instructions()
+    instructions = ssa.cfg.kernel.by_id()
     return [BranchResult(b.block, b.loc.line, b.loc.column, b.block in divergent_blocks,
                          b.condition, b.instruction, instructions[b.instruction].target,
                          instructions[b.instruction].attrs.get("origin"))

@@ -203,6 +203,12 @@ def _check_targets(kernel: ir.Kernel, path: str, diagnostics: list[ir.Diagnostic
     return ok
 
 
+def _register_table(kernel: ir.Kernel) -> dict[str, str]:
+    """Every parameter and assigned variable, all of μ-SIMD's one type (32-bit integer)."""
+    names = [*kernel.params, *(i.dest for i in kernel.instructions() if i.dest is not None)]
+    return dict.fromkeys(names, "s32")
+
+
 def _attach_text(kernel: ir.Kernel, text: str) -> None:
     """Give each instruction its source text (without comment) for traces and reports."""
     lines = text.splitlines()
@@ -240,6 +246,7 @@ def parse_musimd(text: str, path: str = "<string>") -> ir.Program:
             before = len(program.errors)
             blocks = _split_blocks(kname, lines, path, program.diagnostics)
             kernel = ir.Kernel(kname, params, blocks, loc, specials=dict(SPECIALS))
+            kernel.registers = _register_table(kernel)
             if not blocks:
                 program.diagnostics.append(ir.Diagnostic(
                     "error", f"kernel '{kname}' has no instructions", path, loc.line, loc.column))

@@ -53,6 +53,8 @@ from gpudiv.frontend.ptx_forms import (
 from gpudiv.frontend.ptx_forms import decl_layout as _decl_layout
 from gpudiv.frontend.ptx_forms import float_bits as _float_bits
 from gpudiv.frontend.ptx_forms import number as _number
+from gpudiv.frontend.ptx_forms import perf_text as _perf_text
+from gpudiv.frontend.ptx_types import infer_types
 
 # ---------------------------------------------------------------------------------------
 # Tables: what an opcode or a special register means. The grammar knows none of this.
@@ -97,7 +99,8 @@ STORE_ROOTS = frozenset({"st", "stmatrix", "sust", "cp"})
 ATOMIC_ROOTS = frozenset({"atom"})
 REDUCTION_ROOTS = frozenset({"red", "sured"})
 BARRIER_ROOTS = frozenset({"bar", "barrier"})
-# Ordering, hint and scheduling instructions with no effect on values or control flow.
+# Ordering, hint and scheduling instructions with no effect on values or control flow
+# (lowered to `ir.FENCE`, which the analyses and the interpreter pass over).
 DROPPED_ROOTS = frozenset({
     "membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "brkpt",
     "griddepcontrol", "setmaxnreg", "discard", "applypriority", "stackrestore",
@@ -159,7 +162,7 @@ def _operand(item) -> tuple:
     if kind == "INT":
         return ("n", _number(item.value))
     if kind == "FLOAT":
-        return ("n", _float_bits(item.value))
+        return ("n", _float_bits(item.value), item.value)
     return ("i", item.value)
 
 
@@ -229,6 +232,7 @@ class _Builder:
         params: list[PParam] = []
         name = None
         body = None
+        directives: list[str] = []
         for child in children[2:]:
             if isinstance(child, Token):
                 if child.type == "IDENT" and name is None:
@@ -237,10 +241,13 @@ class _Builder:
                 rets = child[1]
             elif isinstance(child, tuple) and child[0] == "params":
                 params = child[1]
+            elif isinstance(child, tuple) and child[0] == "perf":
+                directives.append(child[1])
             elif isinstance(child, PScope):
                 body = child
         line, column = self._pos(kind)
-        return PFunction(kind.value[1:], name.value, linkage, rets, params, body, line, column)
+        return PFunction(kind.value[1:], name.value, linkage, rets, params, body, line, column,
+                         directives)
 
     def ret_params(self, children):
         return ("rets", [c for c in children if c is not None])
@@ -254,7 +261,11 @@ class _Builder:
         return PParam(children[0].value, name[1], type_, size, align)
 
     def perf(self, children):
-        return None
+        tokens = [c for c in children if isinstance(c, Token)]
+        if not tokens or tokens[0].type != "PERF_DIRECTIVE":
+            return None  # a `.pragma` in the header
+        return ("perf", _perf_text(" ".join([tokens[0].value, ", ".join(
+            t.value for t in tokens[1:])])))
 
     def body(self, children):
         return PScope([c for c in children if c is not None and not isinstance(c, Token)])
@@ -445,6 +456,7 @@ def _parse_function_fast(lark: Lark, fast: ptx_fast.Patterns,
 _SCAN = re.compile(r'//[^\n]*|/\*|"(?:[^"\\\n]|\\.)*+"?|[{};]'
                    r'|(?P<header>^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)?\.(?:entry|func)\b)',
                    re.M)
+_HEADER = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.(?:entry|func)\b", re.M)
 _REST_OF_LINE = re.compile(r"[ \t\r\f]*(?://[^\n]*)?(?:\n|$)")
 _NEXT_CHAR = re.compile(r"\s*(\S)")
 
@@ -563,6 +575,8 @@ class _FuncInfo:
     reg_types: dict[str, str] = field(default_factory=dict)
     range_types: dict[str, str] = field(default_factory=dict)
     symbol_details: dict[str, tuple] = field(default_factory=dict)
+    # `.param` variables declared in the body (call sequences): name → (type, align, size)
+    param_decls: dict[str, tuple] = field(default_factory=dict)
 
     def is_register(self, name: str) -> bool:
         if name in self.registers:
@@ -615,7 +629,11 @@ def _flatten(fn: PFunction) -> _FuncInfo:
             declared.add(name)
             if shadows and not is_range:
                 counter += 1
-                final = f"{name}@s{counter}"
+                final = f"{name}$s{counter}"
+                while final in declared:
+                    counter += 1
+                    final = f"{name}$s{counter}"
+                declared.add(final)
                 undo.append((name, renames.get(name)))
                 renames[name] = final
             detail = decl.details.get(name)
@@ -631,6 +649,8 @@ def _flatten(fn: PFunction) -> _FuncInfo:
                     visible.add(name)
                 continue
             visible.add(name)
+            if decl.space == "param" and detail is not None:
+                info.param_decls[final] = detail[:3]
             if decl.space != "param":  # .param variables are value slots (see read_slot)
                 info.symbols[final] = decl.space
                 if detail is not None:
@@ -713,6 +733,8 @@ class _Frame:
     inlined_at: tuple = ()
     origin: tuple | None = None
     origin_inlined: tuple | None = None
+    call: PInstr | None = None  # the kernel's call instruction this body is inlined for
+    call_origin: tuple | None = None  # the CUDA position of that call
     # ("r" | "i", name) → the IR operands it reads in this frame (`_KernelLowering.value`)
     names: dict[tuple, tuple] = field(default_factory=dict)
 
@@ -767,6 +789,14 @@ class _KernelLowering:
         self.var_types: dict[str, str] = {}  # IR register name → declared PTX type
         self.bodies = [info]  # the kernel and every function inlined into it
         self.symbol_names: set[str] = set()
+        self.guard_temps: dict[str, str] = {}  # guard temporary → the register it updates
+        self.group_forms: dict[int, PInstr] = {}  # group → the kernel's PTX instruction
+        self.kernel_groups: dict[int, int] = {}  # id() of a kernel's PInstr → its group
+        # group of an inlined body → (the kernel's call, its CUDA position)
+        self.inlined_groups: dict[int, tuple[PInstr, tuple | None]] = {}
+        self.own_labels: set[str] = set()  # labels of the kernel's body (not inlined)
+        self.groups = 0  # the group id of the last PTX instruction lowered
+        self.group_source: PInstr | None = None
 
     # -- small helpers -----------------------------------------------------------------
     def error(self, message: str, line: int, column: int) -> None:
@@ -789,7 +819,25 @@ class _KernelLowering:
         if extra:
             attrs.update(extra)
         return ir.Instruction(kind, ir.Loc(pi.line, pi.column), text=pi.text, attrs=attrs,
-                              **fields)
+                              group=self.group(frame, pi), **fields)
+
+    def group(self, frame: _Frame, pi: PInstr) -> int:
+        """The group id of the IR instructions lowered from `pi`: one per PTX instruction
+        of the kernel, one per inlined copy of a callee's instruction."""
+        if frame.is_kernel:
+            known = self.kernel_groups.get(id(pi))
+            if known is not None:
+                self.group_source = pi
+                return known
+        if pi is not self.group_source:
+            self.group_source = pi
+            self.groups += 1
+            if frame.is_kernel:
+                self.kernel_groups[id(pi)] = self.groups
+                self.group_forms[self.groups] = pi
+            elif frame.call is not None:
+                self.inlined_groups[self.groups] = (frame.call, frame.call_origin)
+        return self.groups
 
     def label(self, name: str, line: int, column: int, user: bool = True) -> None:
         self.items.append(("label", name, ir.Loc(line, column), user))
@@ -955,9 +1003,9 @@ class _KernelLowering:
             self.items.extend(produced)
             return
         guard = self.guard_operand(frame, pi)
-        shown = ("!" if pi.negated else "") + str(guard)
+        typed = ir.Guard(guard, pi.negated)
         for instr in produced:
-            instr.attrs["guard"] = shown
+            instr.guard = typed
             if instr.dest is None:
                 self.items.append(instr)
                 continue
@@ -969,7 +1017,8 @@ class _KernelLowering:
             select = self.instr(frame, pi, ir.ASSIGN, dest=dest,
                                 args=(guard, ir.Var(temp), ir.Var(dest)),
                                 operator="select.not" if pi.negated else "select",
-                                attrs={"guard": shown, "guarded_select": True})
+                                attrs={"guarded_select": True})
+            self.guard_temps[temp] = dest
             self.items.append(select)
 
     def branch_on_guard(self, frame: _Frame, pi: PInstr, target: str, when: bool,
@@ -993,6 +1042,8 @@ class _KernelLowering:
                 self.lower_instr(frame, stmt)
             elif isinstance(stmt, PLabel):
                 self.label(stmt.name + frame.suffix, stmt.line, stmt.column)
+                if frame.is_kernel:
+                    self.own_labels.add(stmt.name)
             elif isinstance(stmt, PLoc):
                 path = files.get(stmt.file, f"<file {stmt.file}>")
                 frame.origin = (path, stmt.line, stmt.column) if stmt.line > 0 else None
@@ -1053,27 +1104,30 @@ class _KernelLowering:
         elif root in ("exit", "trap"):
             self.lower_exit(frame, pi)
         elif root in BARRIER_ROOTS:
-            if "warp" in mods:
-                return  # bar.warp.sync (__syncwarp): no block-wide effect, dropped
-            hidden = {"hidden_args": self.values(frame, ops)} if ops else {}
-            produced = [self.instr(frame, pi, ir.BARRIER, attrs=hidden)]
-            if "red" in mods and ops:  # bar.red, barrier.red, barrier.cta.red
-                hidden = {"hidden_args": self.values(frame, ops[1:]),
-                          **self.operand_notes(frame, ops[1:])}
+            if "warp" in mods:  # bar.warp.sync (__syncwarp): no block-wide effect
+                self.emit(frame, pi, [self.instr(frame, pi, ir.FENCE, operator=opcode,
+                                                 implicit=self.values(frame, ops))])
+                return
+            reduction = "red" in mods and ops  # bar.red, barrier.red, barrier.cta.red
+            read = self.values(frame, ops[1:] if reduction else ops)  # not the destination
+            produced = [self.instr(frame, pi, ir.BARRIER, implicit=read)]
+            if reduction:
+                notes = self.operand_notes(frame, ops[1:])
                 produced += [self.instr(frame, pi, ir.ASSIGN, dest=d, operator=opcode,
-                                        attrs=dict(hidden))
+                                        implicit=self.values(frame, ops[1:]),
+                                        attrs=dict(notes))
                              for d in self.dests(frame, ops[0])]
             self.emit(frame, pi, produced)
         elif root in DROPPED_ROOTS:
-            return
+            self.emit(frame, pi, [self.instr(frame, pi, ir.FENCE, operator=opcode,
+                                             implicit=self.values(frame, ops))])
         elif root in UNIFORM_COLLECTIVE_ROOTS:
-            # The operands are not arguments (the result is uniform), but the interpreter
-            # needs them: `hidden_args`.
+            # The operands are implicit reads, not arguments (the result is uniform).
             dests = self.dests(frame, ops[0]) if ops else []
-            hidden = {"hidden_args": self.values(frame, ops[1:]),
-                      **self.operand_notes(frame, ops[1:])}
+            notes = self.operand_notes(frame, ops[1:])
             self.emit(frame, pi, [self.instr(frame, pi, ir.ASSIGN, dest=d, operator=opcode,
-                                             attrs=dict(hidden))
+                                             implicit=self.values(frame, ops[1:]),
+                                             attrs=dict(notes))
                                   for d in dests])
         else:
             if root not in OPAQUE_ROOTS:
@@ -1364,7 +1418,9 @@ class _KernelLowering:
         if info not in self.bodies:
             self.bodies.append(info)
         chain = tuple(o for o in (frame.origin, frame.origin_inlined) if o) + frame.inlined_at
-        inner = _Frame(info, suffix, f"$ret{suffix}", (*frame.stack, frame.info.fn.name), chain)
+        inner = _Frame(info, suffix, f"$ret{suffix}", (*frame.stack, frame.info.fn.name), chain,
+                       call=pi if frame.is_kernel else frame.call,
+                       call_origin=frame.origin if frame.is_kernel else frame.call_origin)
         skip = None
         if pi.guard is not None:
             skip = f"$skip{suffix}"
@@ -1412,6 +1468,41 @@ class _KernelLowering:
 # ---------------------------------------------------------------------------------------
 # From lowered items to a kernel.
 # ---------------------------------------------------------------------------------------
+
+def _source_record(fn: PFunction, info: _FuncInfo, lowering: _KernelLowering,
+                   kernel: ir.Kernel) -> dict[str, object]:
+    """What the PTX printer needs to write the kernel back: its header, the declarations
+    of its body, its labels, and for each group of IR instructions the PTX instruction it
+    came from with the forms the group had when it was read (a group whose instructions
+    no longer have those forms was rewritten and is printed from the IR)."""
+    groups: dict[int, list[tuple]] = {}
+    for instr in kernel.instructions():
+        if instr.group is not None:
+            groups.setdefault(instr.group, []).append(instr.form())
+    return {
+        "linkage": tuple(fn.linkage),
+        "params": tuple(fn.params),
+        "directives": tuple(fn.directives),
+        "symbols": dict(info.symbol_details),
+        "param_decls": dict(info.param_decls),
+        "labels": frozenset(lowering.own_labels),
+        "forms": dict(lowering.group_forms),
+        "group_forms": {g: tuple(forms) for g, forms in groups.items()},
+        "inlined": dict(lowering.inlined_groups),
+    }
+
+
+def _register_table(lowering: _KernelLowering,
+                    instructions: list[ir.Instruction]) -> dict[str, str]:
+    """The type of every register of the kernel: as declared; a guard temporary has the
+    type of the register its select updates; the others (`.param` slots, parameters of
+    inlined functions, the carry flag) as their defining instruction says."""
+    table = dict(lowering.var_types)
+    for temp, dest in lowering.guard_temps.items():
+        if dest in table:
+            table[temp] = table[dest]
+    return infer_types(instructions, table)
+
 
 def _split_blocks(items: list, referenced: set[str]) -> list[ir.Block]:
     """Basic blocks: a referenced label starts a block, as does the instruction after a
@@ -1542,6 +1633,22 @@ class _Reader:
                 continue
             for item in items:
                 self.collect(item)
+            self.record_chunk(_BUILDER.source, items)
+
+    def record_chunk(self, text: str, items: list) -> None:
+        """Keep a chunk for printing: an `.entry` with a body is printed from its IR
+        kernel, everything else (directives, module variables, device functions) as
+        read (`program.attrs["module"]`: ("text", text) and ("entry", name) items)."""
+        module = self.program.attrs.setdefault("module", [])
+        entry = next((i for i in items if isinstance(i, PFunction) and i.kind == "entry"
+                      and i.body is not None), None)
+        if entry is None:
+            module.append(("text", text))
+            return
+        header = _HEADER.search(text)
+        if header is not None and header.start() > 0:
+            module.append(("text", text[:header.start()]))
+        module.append(("entry", entry.name))
 
     def collect(self, item) -> None:
         if isinstance(item, PFunction):
@@ -1572,6 +1679,7 @@ class _Reader:
                 self.collect_files(stmt)
 
     def lower(self, parse_ms: float) -> None:
+        self.program.attrs["files"] = dict(self.files)
         unit = _Unit(self.path, self.functions, self.symbols, self.files)
         entries = [fn for fn in self.order if fn.kind == "entry"]
         for fn in entries:
@@ -1597,8 +1705,7 @@ class _Reader:
         if not blocks or not any(b.instructions for b in blocks):
             blocks.append(ir.Block("$end", [ir.Instruction(ir.STOP, loc, text="")], loc,
                                    user_label=False))
-        used = {a.name for i in instructions for a in (*i.args, *i.attrs.get("hidden_args", ()))
-                if isinstance(a, ir.Special)}
+        used = {a.name for i in instructions for a in i.reads if isinstance(a, ir.Special)}
         specials = {name: klass for name, klass in sorted(lowering.specials.items())
                     if name in used or name not in lowering.symbol_names}
         kernel = ir.Kernel(fn.name, [p.name for p in fn.params], blocks, loc,
@@ -1611,6 +1718,8 @@ class _Reader:
             "params": tuple((p.name, p.type, p.size, p.align) for p in fn.params),
             "symbols": symbols,
         }
+        kernel.registers = _register_table(lowering, kernel.instructions())
+        kernel.attrs["ptx_source"] = _source_record(fn, info, lowering, kernel)
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:

@@ -33,9 +33,11 @@ from gpudiv.frontend.ptx_forms import (
     PLoc,
     PParam,
     PScope,
+    PTable,
     decl_layout,
     float_bits,
     number,
+    perf_text,
 )
 
 # Whitespace and comments between tokens (the grammar's ignored _GAP), possessive so that a
@@ -313,14 +315,36 @@ class BodyReader:
 
     # -- directives ------------------------------------------------------------------------
     def _directive(self, pos: int, out: list) -> int:
-        """`.pragma` or a declaration; any other directive falls back to Lark."""
+        """`.pragma`, `.callprototype` or a declaration; any other directive falls back to
+        Lark."""
         source = self.source
         if source.startswith(".pragma", pos):
             match = self.p.pragma.match(source, pos)
             if match is None:
                 raise _Fallback
             return match.end()
+        if source.startswith(".callprototype", pos):
+            return self._call_prototype(pos + len(".callprototype"), out)
         return self._declaration(pos, out)
+
+    def _call_prototype(self, pos: int, out: list) -> int:
+        """`(rets)? name (params) ;` after `.callprototype` (grammar rule `call_prototype`;
+        its callback places the table at the name)."""
+        source = self.source
+        p = self.p
+        if source[pos:pos + 1] not in ("(", " ", "\t", "\n", "\r"):
+            raise _Fallback  # a longer word than `.callprototype`
+        if p.paren_open.match(source, pos) is not None:
+            _, pos = self._params(pos)
+        name = p.ident.match(source, pos)
+        if name is None or p.paren_open.match(source, name.end()) is None:
+            raise _Fallback
+        _, pos = self._params(name.end())
+        semi = p.separator.match(source, pos)
+        if semi is None or semi.group(1) != ";":
+            raise _Fallback
+        out.append(PTable("callprototype", [], *self.position(name.start(1))))
+        return semi.end()
 
     def _loc(self, match: re.Match, out: list) -> int:
         """`.loc F L C` (matched) with `, function_name X` / `, inlined_at F L C` parts."""
@@ -438,13 +462,15 @@ class BodyReader:
         pos = name.end()
         if p.paren_open.match(source, pos) is not None:
             params, pos = self._params(pos)
+        directives: list[str] = []
         while (perf := p.perf.match(source, pos)) is not None:
+            directives.append(perf_text(perf.group(0)))
             pos = perf.end()
         opening = p.brace_open.match(source, pos)
         if opening is None or opening.end() != brace + 1:
             return None
         return PFunction(kind.group(1)[1:], name.group(1), linkage, rets, params, None,
-                         line, column)
+                         line, column, directives)
 
     def _params(self, pos: int) -> tuple[list[PParam], int]:
         """A parenthesised parameter list (grammar rules `params`/`ret_params`)."""
@@ -479,7 +505,7 @@ def _simple_value(match: re.Match) -> tuple:
     if kind == "n":
         return ("n", number(text))
     if kind == "f":
-        return ("n", float_bits(text))
+        return ("n", float_bits(text), text)
     return (kind, text)
 
 

@@ -145,6 +145,8 @@ class PFunction:
     body: PScope | None
     line: int
     column: int
+    # Performance directives of the header, as `perf_text` writes them (`.maxntid 256, 1, 1`)
+    directives: list[str] = field(default_factory=list)
 
 
 # Operands are small tuples, tag first:
@@ -153,6 +155,11 @@ class PFunction:
 #   ("v", [ops])   vector {…}                       ("a", [ops])   address […]
 #   ("p", [ops])   parenthesised list (call)        ("|", a, b)    pair a|b
 #   ("!", op)      negated predicate
+
+
+def perf_text(text: str) -> str:
+    """A performance directive (`.maxntid 256,1,1`) in one spelling: `.maxntid 256, 1, 1`."""
+    return re.sub(r"\s*,\s*", ", ", " ".join(COMMENT.sub(" ", text).split()))
 
 
 def number(text: str) -> int:

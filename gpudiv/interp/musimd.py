@@ -3,13 +3,17 @@
 One thread block is split into warps; lanes of a warp run in lock-step with partial
 execution (Sampaio 2013, Tables 3.3–3.5; notes §1.4–1.6). Warps run one at a time,
 round-robin, each until it reaches a `barrier`, finishes, or fails. Two reconvergence
-schemes are offered:
+schemes (policies, `gpudiv.interp.simt`) are offered:
 
 - "sync": the seed's explicit synchronisation stack. Every conditional branch pushes (or
   merges into) a node (branch, done, resume, todo); `sync` resumes the deferred lanes
   (rule SS) or pops and reunites (rule SP). Mismatched `sync`s are errors, never hangs.
 - "ipdom": GPGPU-Sim's PDOM stack; lanes reconverge at the immediate post-dominator of
   the divergent branch, `sync` is a no-op. Runs unstructured control flow.
+- "frontier": earliest reconvergence; one group of lanes per pc, the lowest pc runs.
+- "mimd": every thread on its own, round-robin one instruction at a time.
+
+A run whose state repeats stops with `DeadlockError` (SIMT deadlock or infinite loop).
 
 Registers are numpy int64 arrays indexed by thread id, always holding values wrapped to
 signed 32 bits.
@@ -25,9 +29,20 @@ import numpy as np
 
 from gpudiv import cfg as cfg_module
 from gpudiv import ir
+from gpudiv.interp.simt import (  # noqa: F401 - re-exported: the μ-SIMD machine's API
+    DETECT_AFTER,
+    RECONVERGENCE_MODES,
+    Counters,
+    CycleDetector,
+    DeadlockError,
+    ExecutionError,
+    deadlock_message,
+    fingerprint,
+    format_lanes,
+    never_released,
+)
 
 SPECIAL_NAMES = ("tid", "laneid", "warpid", "ntid")
-RECONVERGENCE_MODES = ("auto", "sync", "ipdom")
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY.flags.writeable = False
@@ -53,48 +68,6 @@ class LaunchConfig:
     shared: dict[int, int] = field(default_factory=dict)
     reconvergence: str = "auto"
     max_steps: int = 200_000
-
-
-class ExecutionError(Exception):
-    """A runtime error tied to a kernel, a source line, its label and the lanes involved."""
-
-    def __init__(self, kernel: str, line: int, label: str | None, lanes: list[int],
-                 message: str) -> None:
-        self.kernel = kernel
-        self.line = line
-        self.label = label
-        self.lanes = list(lanes)
-        self.message = message
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        """One line: where, which lanes, what."""
-        where = f"kernel {self.kernel}, line {self.line}"
-        if self.label:
-            where += f" (label {self.label})"
-        if self.lanes:
-            noun = "lane" if len(self.lanes) == 1 else "lanes"
-            where += f", {noun} {_format_lanes(self.lanes)}"
-        return f"{where}: {self.message}"
-
-    def __str__(self) -> str:
-        return self._render()
-
-
-@dataclass
-class Counters:
-    """Dynamic instruction counts of one run."""
-
-    warp_instructions: int = 0
-    lane_instructions: int = 0
-    divergent_branches: int = 0
-    warp_width: int = 32
-
-    @property
-    def simd_efficiency(self) -> float:
-        """Fraction of issued lane slots that did useful work (0 if nothing ran)."""
-        slots = self.warp_instructions * self.warp_width
-        return self.lane_instructions / slots if slots else 0.0
 
 
 @dataclass
@@ -125,7 +98,7 @@ class Observer(Protocol):
 
     def before(self, warp: int, instruction: int, active: np.ndarray,
                read: Callable[[str], np.ndarray]) -> None:
-        """Called before every executed instruction (index into kernel.instructions())."""
+        """Called before every executed instruction (`instruction` is its `ir.Instruction.id`)."""
         ...
 
     def branch(self, warp: int, instruction: int, active: np.ndarray,
@@ -198,22 +171,6 @@ _UNARY: dict[str, tuple[Callable, bool]] = {
 }
 
 
-def _format_lanes(lanes: list[int]) -> str:
-    """Compact lane list: '3', '0-31', '1, 4-6'."""
-    parts: list[str] = []
-    start = prev = None
-    for lane in sorted(lanes):
-        if prev is not None and lane == prev + 1:
-            prev = lane
-            continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = lane
-    if start is not None:
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-    return ", ".join(parts)
-
-
 def _frozen(lanes: np.ndarray) -> np.ndarray:
     """Make a lane set read-only: it is shared with observers and kept on stacks."""
     lanes.flags.writeable = False
@@ -237,7 +194,8 @@ class _Fault(Exception):
 class _SyncControl:
     """The seed's sync stack; nodes are [branch pc, done lanes, resume pc, todo lanes]."""
 
-    def __init__(self, lanes: np.ndarray) -> None:
+    def __init__(self, lanes: np.ndarray, counters: Counters) -> None:
+        self.counters = counters
         self.lanes = lanes
         self.pc = 0
         self.active = lanes
@@ -265,6 +223,7 @@ class _SyncControl:
                     top[3] = _frozen(np.union1d(top[3], todo))
                 return
         self.stack.append([branch_pc, _EMPTY, resume, todo])
+        self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.stack) + 1)
 
     def branch(self, pc: int, target: int, jumps: np.ndarray, rpc: int) -> None:
         """Rules BT, BF, BD: the fall-through group runs first, the jumping one waits."""
@@ -290,8 +249,29 @@ class _SyncControl:
             self.pc = top[2]
         else:
             self.stack.pop()
+            if len(top[1]):
+                self.counters.reconvergences += 1
             self.active = _frozen(np.union1d(top[1], self.active))
             self.pc = pc + 1
+
+    def arrive(self, pc: int) -> bool:
+        """A barrier: every live lane must be active."""
+        if len(self.active) != len(self.unfinished()):
+            raise _Fault("barrier in divergent code", self.active)
+        return True
+
+    def state(self) -> bytes:
+        """The control state as bytes (for cycle detection)."""
+        parts = [str((self.pc, self.finished)).encode(), self.active.tobytes()]
+        for node in self.stack:
+            parts += [str((node[0], node[2])).encode(), node[1].tobytes(), b"|",
+                      node[3].tobytes()]
+        return b";".join(parts)
+
+    def waiting(self) -> list[tuple[np.ndarray, int]]:
+        """Lanes that wait (deferred or done) with the pc where they will go on."""
+        return [(np.union1d(n[1], n[3]), n[2]) for n in reversed(self.stack)
+                if len(n[1]) or len(n[3])]
 
     def stop(self) -> None:
         """Rule SF: only legal with an empty stack; the whole warp finishes."""
@@ -305,7 +285,8 @@ class _SyncControl:
 class _PdomControl:
     """GPGPU-Sim's PDOM stack; entries are [next pc, reconvergence pc, lanes]."""
 
-    def __init__(self, lanes: np.ndarray) -> None:
+    def __init__(self, lanes: np.ndarray, counters: Counters) -> None:
+        self.counters = counters
         self.stack: list[list] = [[0, -1, lanes]]
 
     def current(self) -> tuple[int, np.ndarray] | None:
@@ -315,7 +296,31 @@ class _PdomControl:
             if pc != rpc:
                 return pc, lanes
             self.stack.pop()
+            self.counters.reconvergences += 1
         return None
+
+    def arrive(self, pc: int) -> bool:
+        """A barrier: every live lane must be active."""
+        active = self.stack[-1][2]
+        if len(active) != len(self.unfinished()):
+            raise _Fault("barrier in divergent code", active)
+        return True
+
+    def state(self) -> bytes:
+        """The control state as bytes (for cycle detection)."""
+        return b";".join(str((pc, rpc)).encode() + lanes.tobytes()
+                         for pc, rpc, lanes in self.stack)
+
+    def waiting(self) -> list[tuple[np.ndarray, int]]:
+        """Lanes of lower entries that wait, with the pc where they wait, nearest first."""
+        out = []
+        above = self.stack[-1][2] if self.stack else _EMPTY
+        for pc, _, lanes in reversed(self.stack[:-1]):
+            rest = np.setdiff1d(lanes, above, assume_unique=True)
+            if len(rest):
+                out.append((rest, pc))
+            above = np.union1d(above, lanes)
+        return out
 
     def goto(self, pc: int) -> None:
         """Continue at pc with the same lanes."""
@@ -340,6 +345,9 @@ class _PdomControl:
             for start, side in ((target, jumps), (pc + 1, ~jumps)):
                 if start != rpc:
                     self.stack.append([start, rpc, _frozen(lanes[side])])
+            depth = len(self.stack)
+            if depth > self.counters.max_stack_depth:
+                self.counters.max_stack_depth = depth
 
     def sync(self, pc: int) -> None:
         """Reconvergence is automatic: `sync` does nothing."""
@@ -351,6 +359,137 @@ class _PdomControl:
         for entry in self.stack:
             entry[2] = _frozen(np.setdiff1d(entry[2], gone, assume_unique=True))
         self.stack = [entry for entry in self.stack if len(entry[2])]
+
+
+class _GroupControl:
+    """Groups of lanes, each at its own pc: entries [pc, lanes, parked at a barrier]. The
+    frontier policy runs the group with the lowest pc and merges groups that meet; the
+    mimd policy keeps one group per thread and takes them in turn, one instruction each."""
+
+    def __init__(self, lanes: np.ndarray, counters: Counters, mimd: bool) -> None:
+        self.counters = counters
+        self.mimd = mimd
+        if mimd:
+            self.groups = [[0, _frozen(lanes[k:k + 1].copy()), False] for k in range(len(lanes))]
+        else:
+            self.groups = [[0, lanes, False]]
+        self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
+        self.cursor = 0
+
+    def _pick(self) -> int | None:
+        """The group to run next (not parked), or None."""
+        runnable = [k for k, g in enumerate(self.groups) if not g[2]]
+        if not runnable:
+            return None
+        if self.mimd:
+            after = [k for k in runnable if k >= self.cursor]
+            return after[0] if after else runnable[0]
+        return min(runnable, key=lambda k: self.groups[k][0])
+
+    def current(self) -> tuple[int, np.ndarray] | None:
+        """The pc and lanes of the group that runs next; None when none can run."""
+        k = self._pick()
+        if k is None:
+            return None
+        self.cursor = k
+        group = self.groups[k]
+        return group[0], group[1]
+
+    def _moved(self) -> None:
+        """After the current group moved: frontier merges the groups that meet at one pc;
+        mimd takes the next thread."""
+        if self.mimd:
+            group = self.groups[self.cursor]
+            if len(group[1]) > 1:  # released from a barrier: the threads go on alone
+                lanes = group[1]
+                self.groups[self.cursor:self.cursor + 1] = [
+                    [group[0], _frozen(lanes[k:k + 1].copy()), False] for k in range(len(lanes))]
+            self.cursor += 1
+            return
+        first: dict[int, list] = {}
+        keep = []
+        for group in self.groups:
+            other = first.get(group[0]) if not group[2] else None
+            if other is None:
+                if not group[2]:
+                    first[group[0]] = group
+                keep.append(group)
+            else:
+                other[1] = _frozen(np.union1d(other[1], group[1]))
+                self.counters.reconvergences += 1
+        self.groups = keep
+
+    def goto(self, pc: int) -> None:
+        """Continue the current group at pc."""
+        self.groups[self.cursor][0] = pc
+        self._moved()
+
+    def unfinished(self) -> np.ndarray:
+        """Every lane that has not stopped."""
+        if not self.groups:
+            return _EMPTY
+        return _frozen(np.sort(np.concatenate([g[1] for g in self.groups])))
+
+    def branch(self, pc: int, target: int, jumps: np.ndarray, rpc: int) -> None:
+        """Split the current group into the lanes that jump and those that fall through."""
+        group = self.groups[self.cursor]
+        if jumps.all() or not jumps.any():
+            self.goto(target if jumps.all() else pc + 1)
+            return
+        lanes = group[1]
+        group[0], group[1] = pc + 1, _frozen(lanes[~jumps])
+        self.groups.insert(self.cursor + 1, [target, _frozen(lanes[jumps]), False])
+        self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
+        self._moved()
+
+    def sync(self, pc: int) -> None:
+        """Reconvergence is implicit: `sync` does nothing."""
+        self.goto(pc + 1)
+
+    def stop(self) -> None:
+        """The current group's lanes stop."""
+        del self.groups[self.cursor]
+        if not self.mimd:
+            self.cursor = 0
+
+    def arrive(self, pc: int) -> bool:
+        """Park the current group at a barrier; True once every group waits there (then
+        they are one group, at pc)."""
+        self.groups[self.cursor][2] = True
+        if not all(g[2] for g in self.groups):
+            if self.mimd:
+                self.cursor += 1
+            return False
+        pcs = {g[0] for g in self.groups}
+        if len(pcs) > 1:
+            raise _Fault("lanes of the warp wait at different barriers", self.unfinished())
+        if len(self.groups) > 1:
+            self.counters.reconvergences += 1
+        self.groups = [[pc, self.unfinished(), False]]
+        self.cursor = 0
+        return True
+
+    def parked(self) -> int | None:
+        """When every group left waits at a barrier (the others stopped): make them one
+        group and return the barrier's pc; else None."""
+        if not self.groups or not all(g[2] for g in self.groups):
+            return None
+        pc = self.groups[0][0]
+        self.cursor = 0
+        return pc if self.arrive(pc) else None
+
+    def state(self) -> bytes:
+        """The control state as bytes (for cycle detection)."""
+        return b";".join(str((g[0], g[2])).encode() + g[1].tobytes() for g in self.groups) \
+            + str(self.cursor if self.mimd else 0).encode()
+
+    def waiting(self) -> list[tuple[np.ndarray, int]]:
+        """Frontier: the groups that do not run, lowest pc first; mimd: none."""
+        if self.mimd:
+            return []
+        others = sorted((g for k, g in enumerate(self.groups) if k != self.cursor),
+                        key=lambda g: g[0])
+        return [(g[1], g[0]) for g in others]
 
 
 # ---------------------------------------------------------------------------------------
@@ -395,10 +534,22 @@ class _Machine:
         self.ops = self._prepare()
         self.end = len(self.ops)
         warps = (self.threads + width - 1) // width
-        make = _SyncControl if config.reconvergence == "sync" else _PdomControl
-        self.controls = [make(_frozen(tids[w * width:(w + 1) * width].copy()))
+        self.controls = [self._control_for(_frozen(tids[w * width:(w + 1) * width].copy()))
                          for w in range(warps)]
+        self.cycles = CycleDetector()
+        # mimd issues one thread's instruction per step: its budget is width times larger
+        self.budget = config.max_steps * (width if config.reconvergence == "mimd" else 1)
+        self.backward = 0  # backward transfers since DETECT_AFTER steps
         self.waiting: list[int | None] = [None] * warps  # pc of the barrier a warp waits at
+
+    def _control_for(self, lanes: np.ndarray):
+        """The control object of one warp under the configured policy."""
+        policy = self.config.reconvergence
+        if policy == "sync":
+            return _SyncControl(lanes, self.counters)
+        if policy in ("frontier", "mimd"):
+            return _GroupControl(lanes, self.counters, mimd=policy == "mimd")
+        return _PdomControl(lanes, self.counters)
 
     def _registers(self) -> dict[str, np.ndarray]:
         """One zeroed array per variable of the kernel; parameters preset in every thread."""
@@ -496,6 +647,20 @@ class _Machine:
         """Run warp w until it stops or waits at a barrier."""
         control = self.controls[w]
         ops = self.ops
+        self._run_lanes(w, control, ops)
+        parked = getattr(control, "parked", None)
+        if parked is not None:  # frontier/mimd: the groups left all wait at a barrier
+            pc = None
+
+            def gather():
+                nonlocal pc
+                pc = parked()
+            self._control(self.end, gather)
+            if pc is not None:
+                self.waiting[w] = pc
+
+    def _run_lanes(self, w: int, control, ops: list[_Op]) -> None:
+        """Run the lanes of warp w until none can go on."""
         while (state := control.current()) is not None:
             pc, active = state
             if pc >= self.end:  # falling off the end acts like `stop`
@@ -505,28 +670,61 @@ class _Machine:
             self._account(w, op, active)
             kind = op.instr.kind
             if kind == ir.BARRIER:
-                if len(active) != len(control.unfinished()):
-                    raise self._error(pc, active, "barrier in divergent code")
-                self.waiting[w] = pc
-                return
+                arrived = False
+
+                def arrive(pc=pc):
+                    nonlocal arrived
+                    arrived = control.arrive(pc)
+                self._control(pc, arrive)
+                if arrived:
+                    self.waiting[w] = pc
+                    return
+                continue
             handler = self._handlers.get(kind)
             if handler is None:
                 raise self._error(pc, active, f"unsupported instruction kind '{kind}'")
             handler(self, op, control, active)
+            if (kind in (ir.BRANCH, ir.JUMP) and op.target <= pc
+                    and self.counters.warp_instructions > DETECT_AFTER):
+                self._detect(w, op, active)
+
+    def _detect(self, w: int, op: _Op, active: np.ndarray) -> None:
+        """At a backward transfer of a long run: stop if the machine's state repeats
+        (sampled every 8th time; a warp runs alone until a barrier or its end)."""
+        self.backward += 1
+        if self.backward % 8:
+            return
+        parts = [str(w).encode(), str(self.waiting).encode()]
+        parts += [c.state() for c in self.controls]
+        parts += [v.tobytes() for v in self.regs.values()]
+        parts.append(str(sorted(self.shared.items())).encode())
+        parts.append(str([sorted(m.items()) for m in self.local]).encode())
+        if not self.cycles.seen(fingerprint(parts)):
+            return
+        control = self.controls[w]
+        waiting = [(lanes, pc) for lanes, pc in control.waiting() if len(lanes)]
+        lines = [self.ops[min(pc, self.end - 1)].instr.loc.line for _, pc in waiting]
+        others = np.unique(np.concatenate([lanes for lanes, _ in waiting])) if waiting \
+            else _EMPTY
+        target = self.ops[op.target].instr.loc.line
+        message = deadlock_message(self.kernel.name, op.instr.loc.line, active.tolist(),
+                                   target, others.tolist() or None, lines[0] if lines else None)
+        raise DeadlockError(self.kernel.name, op.instr.loc.line, op.label,
+                            active.tolist(), message)
 
     def _account(self, w: int, op: _Op, active: np.ndarray) -> None:
         """Enforce the step budget, count, trace and notify the observer."""
         counters = self.counters
-        if counters.warp_instructions >= self.config.max_steps:
-            raise self._error(op.index, active,
-                              f"did not finish within {self.config.max_steps} warp steps")
+        if counters.warp_instructions >= self.budget:
+            what = "thread steps (mimd)" if self.config.reconvergence == "mimd" else "warp steps"
+            raise self._error(op.index, active, f"did not finish within {self.budget} {what}")
         counters.warp_instructions += 1
         counters.lane_instructions += len(active)
         if self.tracing:
             self.trace.append(TraceStep(counters.warp_instructions, w, op.instr.loc.line,
                                         op.block, op.instr.text, active.tolist()))
         if self.observer is not None:
-            self.observer.before(w, op.index, active, lambda name: self._read(name, active))
+            self.observer.before(w, op.instr.id, active, lambda name: self._read(name, active))
 
     def _read(self, name: str, active: np.ndarray) -> np.ndarray:
         """Values of a variable or special register in the active lanes."""
@@ -619,7 +817,7 @@ class _Machine:
         else:
             raise self._error(op.index, active, f"unknown branch '{op.instr.operator}'")
         if self.observer is not None:
-            self.observer.branch(self._warp_of(active), op.index, active, jumps)
+            self.observer.branch(self._warp_of(active), op.instr.id, active, jumps)
         if 0 < int(jumps.sum()) < len(active):
             self.counters.divergent_branches += 1
         control.branch(op.index, op.target, jumps, op.rpc)
@@ -678,7 +876,34 @@ def run_kernel(kernel: ir.Kernel, config: LaunchConfig, observer: Observer | Non
     """Run one block of `config.threads` threads of a kernel; raise ExecutionError on faults."""
     if config.reconvergence == "auto":
         config = replace(config, reconvergence=reconvergence_for(kernel))
-    return _Machine(kernel, config, observer, trace).run()
+    try:
+        return _Machine(kernel, config, observer, trace).run()
+    except DeadlockError as error:
+        if not error.message.startswith("SIMT deadlock"):
+            raise
+        try:  # would the waiting lanes release the spinning ones if they could run?
+            _Machine(kernel, replace(config, reconvergence="mimd"), None, False).run()
+        except DeadlockError:
+            error.message = never_released(error.message)
+        except ExecutionError:
+            pass
+        raise
+
+
+def time_slots(trace: list[TraceStep]) -> int:
+    """Time slots of a traced run as Wu et al. (2011, Fig 3) count them: maximal runs of
+    consecutive steps in which one warp executes one basic block with one set of lanes
+    (a block that jumps back to itself starts a new slot)."""
+    slots = 0
+    previous = None
+    line = 0
+    for step in trace:
+        key = (step.warp, step.label, tuple(step.active))
+        if key != previous or step.line <= line:
+            slots += 1
+            previous = key
+        line = step.line
+    return slots
 
 
 def format_trace(result: RunResult, threads: int) -> str:

@@ -30,8 +30,11 @@ The machine (DESIGN.md, "Semantics choices for PTX"):
 - atomics and reductions apply lane by lane in ascending lane order;
 - `shfl` reads 0 from a source lane that is not active.
 
-Errors (out of bounds, misaligned, integer division by zero, a barrier not reached by
-all warps, an unsupported instruction, an exhausted step budget) raise
+Integer division by zero does not trap (PTX leaves the result unspecified): the
+quotient is all ones and the remainder is the dividend, so a = q·b + r still holds.
+
+Errors (out of bounds, misaligned, a barrier not reached by all warps, an unsupported
+instruction, an exhausted step budget) raise
 `PtxExecutionError`: one line naming kernel, PTX line, block, warp and lanes.
 """
 
@@ -40,7 +43,7 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -48,9 +51,11 @@ import numpy as np
 from gpudiv import cfg as cfg_module
 from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
-from gpudiv.interp.musimd import Counters, ExecutionError, Observer, _format_lanes
+from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
+from gpudiv.frontend.ptx_types import guess_type as _guess_type
+from gpudiv.interp import ptx_texture
+from gpudiv.interp.musimd import Observer
 from gpudiv.interp.ptx_ops import (
-    ArithmeticFault,
     OpSpec,
     Unsupported,
     assign_semantics,
@@ -61,6 +66,18 @@ from gpudiv.interp.ptx_ops import (
     kind,
     signed,
     unsigned,
+)
+from gpudiv.interp.simt import (
+    DETECT_AFTER,
+    RECONVERGENCE_MODES,
+    Counters,
+    CycleDetector,
+    DeadlockError,
+    ExecutionError,
+    deadlock_message,
+    fingerprint,
+    format_lanes,
+    never_released,
 )
 
 WARP_SIZE = 32
@@ -94,6 +111,7 @@ class PtxExecutionError(ExecutionError):
                  warp: int | None = None) -> None:
         self.block = block
         self.warp = warp
+        self.outside = False  # an access outside every buffer (see _Fault)
         super().__init__(kernel, line, label, lanes, message)
 
     def _render(self) -> str:
@@ -105,8 +123,16 @@ class PtxExecutionError(ExecutionError):
         if self.lanes:
             lanes = sorted({t % WARP_SIZE for t in self.lanes})
             noun = "lane" if len(lanes) == 1 else "lanes"
-            where += f", {noun} {_format_lanes(lanes)}"
+            where += f", {noun} {format_lanes(lanes)}"
         return f"{where}: {self.message}"
+
+
+class PtxDeadlockError(PtxExecutionError, DeadlockError):
+    """A launch whose block state repeats (simt.DeadlockError): a SIMT deadlock or an
+    infinite loop; the message names kernel, lines, block and warp itself."""
+
+    def _render(self) -> str:
+        return self.message
 
 
 @dataclass
@@ -114,7 +140,8 @@ class PtxLaunch:
     """A launch: grid and block shapes, one argument per kernel parameter.
 
     An argument is a NumPy array (a buffer in global memory; the parameter receives its
-    address), an int or float (a scalar encoded at the parameter's type) or bytes (a
+    address), a `ptx_texture.Texture` (a texture or surface object: the parameter receives
+    its handle), an int or float (a scalar encoded at the parameter's type) or bytes (a
     `.b8` array parameter, e.g. a struct passed by value). `args` maps parameter names
     (or positions) to arguments; missing ones are 0.
     """
@@ -124,8 +151,12 @@ class PtxLaunch:
     args: dict[str | int, object] = field(default_factory=dict)
     dynamic_shared: int = 0
     max_steps: int = 1_000_000
-    # Arrays bound to texture references (`tex` fetches the nearest texel, clamped).
-    textures: dict[str, np.ndarray] = field(default_factory=dict)
+    # Arrays bound to texture and surface references by name (`.global .texref t`);
+    # texture and surface objects are arguments: `ptx_texture.Texture(array)`.
+    textures: dict[str, np.ndarray | ptx_texture.Texture] = field(default_factory=dict)
+    # The reconvergence policy (gpudiv.interp.simt): ipdom (auto; PTX carries no explicit
+    # reconvergence points, so sync means ipdom too), frontier or mimd.
+    reconvergence: str = "ipdom"
     # The register that "tid" stands for in affine claims (gpudiv.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
@@ -148,6 +179,9 @@ class PtxLaunch:
         for name, value in self.args.items():
             if isinstance(value, np.ndarray):
                 shown[str(name)] = f"{value.dtype}[{value.size}]"
+            elif isinstance(value, ptx_texture.Texture):
+                what = "surface" if value.surface else "texture"
+                shown[str(name)] = f"{what} {value.array.dtype}{list(value.array.shape)}"
             elif isinstance(value, bytes):
                 shown[str(name)] = f"bytes[{len(value)}]"
             else:
@@ -157,12 +191,14 @@ class PtxLaunch:
 
 @dataclass
 class PtxRunResult:
-    """Final contents of every buffer argument, counters and the steps taken."""
+    """Final contents of every buffer argument (and surface), counters, the steps taken,
+    and the final contents of the kernel's `.global` variables (`__device__` arrays)."""
 
     buffers: dict[str, np.ndarray]
     counters: Counters
     blocks: int
     steps: int
+    variables: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def run_ptx_kernel(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | None = None,
@@ -179,12 +215,72 @@ def run_ptx_kernel(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | No
     try:
         with np.errstate(all="ignore"):
             return machine.run()
+    except DeadlockError as error:
+        if error.message.startswith("SIMT deadlock") and machine.policy != "mimd":
+            _confirm_deadlock(kernel, launch, error)
+        raise
     except PtxExecutionError:
         raise
     except Exception as error:  # noqa: BLE001 - a bug of the interpreter, as one line
         raise PtxExecutionError(kernel.name, kernel.loc.line, None, [],
                                 f"internal error of the PTX interpreter: "
                                 f"{type(error).__name__}: {error}") from error
+
+
+def _confirm_deadlock(kernel: ir.Kernel, launch: PtxLaunch, error: DeadlockError) -> None:
+    """A SIMT deadlock is one only if the lanes would finish on their own: when the same
+    launch also loops forever under mimd, say so (nothing releases the spinning lanes)."""
+    try:
+        with np.errstate(all="ignore"):
+            _Machine(kernel, replace(launch, reconvergence="mimd"), None, None).run()
+    except DeadlockError:
+        error.message = never_released(error.message)
+    except (ExecutionError, Unsupported):
+        pass
+
+
+GROW_FACTOR = 8
+GROW_RETRIES = 2
+
+
+def run_ptx_growing(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | None = None,
+                    trace: list | None = None, retries: int = GROW_RETRIES,
+                    factor: int = GROW_FACTOR) -> PtxRunResult:
+    """`run_ptx_kernel` for synthesised launches: when an access falls outside every
+    buffer or surface (a kernel that indexes by blockIdx past the synthesised sizes), run
+    again with every buffer and bound array `factor` times larger (its contents repeated),
+    at most `retries` times; the last error says how far the buffers grew."""
+    scale = 1
+    while True:
+        try:
+            return run_ptx_kernel(kernel, launch, observer, trace)
+        except PtxExecutionError as error:
+            if not error.outside:
+                raise
+            if scale >= factor ** retries:
+                if scale > 1:
+                    error.message += f" (after growing every buffer {scale}×)"
+                raise
+            scale *= factor
+            launch = grown(launch, factor)
+
+
+def _grow_array(array: np.ndarray, factor: int) -> np.ndarray:
+    """`array` with its first axis `factor` times longer, contents repeated."""
+    return np.concatenate([array] * factor, axis=0)
+
+
+def grown(launch: PtxLaunch, factor: int) -> PtxLaunch:
+    """The launch with every buffer argument and bound array `factor` times larger."""
+    def bigger(value):
+        if isinstance(value, np.ndarray):
+            return _grow_array(value, factor)
+        if isinstance(value, ptx_texture.Texture):
+            return ptx_texture.Texture(_grow_array(value.array, factor), value.surface)
+        return value
+    return PtxLaunch(launch.grid, launch.block, {k: bigger(v) for k, v in launch.args.items()},
+                     launch.dynamic_shared, launch.max_steps,
+                     {k: bigger(v) for k, v in launch.textures.items()}, launch.reconvergence)
 
 
 def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
@@ -197,6 +293,8 @@ def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
         raise ValueError("max_steps must not be negative")
     if launch.dynamic_shared < 0:
         raise ValueError("dynamic_shared must not be negative")
+    if launch.reconvergence not in RECONVERGENCE_MODES:
+        raise ValueError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODES)}")
     names = set(kernel.params)
     for key in launch.args:
         if isinstance(key, str) and key not in names:
@@ -212,13 +310,16 @@ def _check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
 
 class _Fault(Exception):
     """A per-lane fault; the machine adds kernel, line, block and warp. `mask` marks the
-    faulting lanes among those of the instruction, `lanes` (if known) names them."""
+    faulting lanes among those of the instruction, `lanes` (if known) names them;
+    `outside` says an access fell outside every global buffer or surface (larger ones
+    might let the kernel run: `run_ptx_growing`)."""
 
-    def __init__(self, message: str, mask=None, lanes=None) -> None:
+    def __init__(self, message: str, mask=None, lanes=None, outside: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.mask = mask
         self.lanes = lanes
+        self.outside = outside
 
 
 def _round_up(value: int, align: int) -> int:
@@ -310,6 +411,13 @@ class _Memory:
         self.addresses: dict[str, tuple[str, int]] = {}  # symbol → (space, address)
         self.glob = _Global()
         self.buffers: list[tuple[str, int, np.ndarray]] = []
+        # Arrays bound to texture/surface objects (index = handle) and references (name);
+        # each a private contiguous copy, surfaces returned as buffers.
+        self.bound: list[np.ndarray] = []
+        self.surfaces: list[tuple[str, np.ndarray]] = []
+        self.named: dict[str, np.ndarray] = {}
+        for name, value in launch.textures.items():
+            self.named[name] = self._bind(name, value)
         self.inits: list[tuple[str, int, str, tuple]] = []
         shared_top = local_top = const_top = 0
         dynamic: list[str] = []
@@ -382,7 +490,21 @@ class _Memory:
             values[name] = int.from_bytes(raw[:8].ljust(8, b"\0"), "little")
         return region, values
 
+    def _bind(self, name: str, value) -> np.ndarray:
+        """A private copy of an array bound to a texture or surface."""
+        texture = value if isinstance(value, ptx_texture.Texture) else ptx_texture.Texture(
+            np.asarray(value))
+        array = np.array(texture.array, order="C", copy=True)
+        if array.size == 0:
+            raise ValueError(f"the array bound to {name} is empty")
+        if texture.surface:
+            self.surfaces.append((name, array))
+        return array
+
     def _encode_param(self, name: str, type_: str, size: int, value) -> bytes:
+        if isinstance(value, ptx_texture.Texture):
+            self.bound.append(self._bind(name, value))
+            value = ptx_texture.handle(len(self.bound) - 1)
         if isinstance(value, np.ndarray):
             address = self.glob.reserve(value.nbytes, name)
             self.buffers.append((name, address, value))
@@ -425,6 +547,19 @@ class _Memory:
             at = start + k * width
             if at + width <= region.buf.size:
                 region.buf[at:at + width] = np.frombuffer(raw[:width], dtype=np.uint8)
+
+    def global_variables(self) -> dict[str, np.ndarray]:
+        """The current contents of every typed `.global` variable, as arrays of its type."""
+        variables = {}
+        for name, (space, type_, _, size, _) in self.kernel.attrs.get("symbols", {}).items():
+            if space != "global" or type_ not in _TYPE_NAMES or type_ == "pred" or not size:
+                continue
+            dt = np.dtype(dtype(type_ if kind(type_) == "f" else unsigned(type_)))
+            start = self.addresses[name][1] - GLOBAL_BASE
+            count = size // dt.itemsize
+            raw = self.glob.buf[start:start + count * dt.itemsize].copy()
+            variables[name] = raw.view(dt)
+        return variables
 
     # -- addresses ---------------------------------------------------------------------
     def symbol(self, name: str) -> tuple[str, int]:
@@ -469,7 +604,7 @@ class _Memory:
                 except _Fault as fault:  # report the mask over all the lanes
                     full = np.zeros(addr.shape, dtype=bool)
                     full[mask] = fault.mask
-                    raise _Fault(fault.message, full, fault.lanes) from None
+                    raise _Fault(fault.message, full, fault.lanes, fault.outside) from None
                 groups.append((self.region(name), index, mask))
         if not covered.all():
             first = int(addr[~covered][0])
@@ -487,7 +622,8 @@ class _Memory:
                      else "" if space == "global" else f" ({space} memory has "
                      f"{region.size} bytes)")
             raise _Fault(f"out-of-bounds {space} {what} of {size} bytes at address "
-                         f"{first:#x}{limit}", bad, lanes[bad])
+                         f"{first:#x}{limit}", bad, lanes[bad],
+                         outside=space == "global" and first >= GLOBAL_BASE)
         if size > 1:
             misaligned = (offsets & (size - 1)) != 0
             if misaligned.any():
@@ -508,47 +644,9 @@ def _generic(space: str, address: int) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _guess_type(instr: ir.Instruction, types: dict[str, str]) -> str | None:
-    """The PTX type of a register the kernel never declares (guard temporaries `d@gN`,
-    `.param` slots of inlined calls, the carry flag) from the instruction defining it."""
-    dest = instr.dest or ""
-    if "@g" in dest:
-        base = dest.rsplit("@g", 1)[0]
-        if base in types:
-            return types[base]
-    if instr.attrs.get("carry"):
-        return "u32"
-    opcode = str(instr.attrs.get("opcode", ""))
-    parts = opcode.split(".")
-    type_names = [p for p in parts[1:] if p in _TYPE_NAMES]
-    root = parts[0]
-    if instr.kind == ir.ASSIGN and instr.operator in ("copy", "select", "select.not"):
-        source = instr.args[1] if instr.operator != "copy" else instr.args[0]
-        if isinstance(source, ir.Var) and source.name in types:
-            return types[source.name]
-        return type_names[-1] if type_names else None
-    if root == "setp" or (root in ("vote",) and "ballot" not in parts) or root == "testp":
-        return "pred"
-    if root == "shfl":
-        return "pred" if instr.attrs.get("element") == 1 else "b32"
-    if root in ("cvt", "set", "slct") and type_names:
-        return type_names[0]
-    if root in ("mul", "mad") and "wide" in parts and type_names:
-        return f"{type_names[-1][0]}{2 * bits(type_names[-1])}"
-    if root in ("popc", "clz", "bfind"):
-        return "u32"
-    return type_names[-1] if type_names else None
-
-
-_TYPE_NAMES = frozenset({
-    "pred", "b8", "u8", "s8", "b16", "u16", "s16", "f16", "bf16", "b32", "u32", "s32",
-    "f32", "f16x2", "bf16x2", "tf32", "b64", "u64", "s64", "f64",
-})
-
-
 def register_types(kernel: ir.Kernel) -> dict[str, str]:
     """The PTX type of every register the kernel reads or writes."""
-    types = dict(kernel.attrs.get("reg_types", {}))
+    types = dict(kernel.registers)
     for name in kernel.params:
         types[name] = "b64"
     instructions = kernel.instructions()
@@ -565,9 +663,6 @@ def register_types(kernel: ir.Kernel) -> dict[str, str]:
     for instr in instructions:
         for name in (*instr.used_vars, *([instr.dest] if instr.dest else [])):
             types.setdefault(name, "b64")
-        for arg in instr.attrs.get("hidden_args", ()):
-            if isinstance(arg, ir.Var):
-                types.setdefault(arg.name, "b64")
     return types
 
 
@@ -653,6 +748,8 @@ class _Op:
     message: str = ""
     # bar.red: the reduction ("popc", "and" or "or") and each lane's vote (see `_release`)
     reduction: tuple[str, Callable] | None = None
+    # a warp collective (shfl, vote, activemask, redux): under mimd the warp's lanes meet
+    collective: bool = False
 
 
 class _Machine:
@@ -667,6 +764,8 @@ class _Machine:
         self.threads = launch.threads
         self.memory = _Memory(kernel, launch, self.threads)
         self.counters = Counters(warp_width=WARP_SIZE)
+        self.policy = {"auto": "ipdom", "sync": "ipdom"}.get(launch.reconvergence,
+                                                            launch.reconvergence)
         self.steps = 0
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
@@ -801,6 +900,8 @@ class _Machine:
                 if instr.target is not None:
                     op.target = start[instr.target]
                 op.rpc = ipdom.get(block.label, count)
+                root = str(instr.attrs.get("opcode", "")).split(".", 1)[0]
+                op.collective = root in ("shfl", "vote", "activemask", "redux")
                 ops.append(op)
         self._renames = {}
         return ops
@@ -816,7 +917,7 @@ class _Machine:
         written: set[str] = set()
         for index, instr in enumerate(instructions):
             previous = instructions[index - 1] if index else None
-            if previous is None or (instr.loc, instr.text) != (previous.loc, previous.text):
+            if previous is None or instr.group is None or instr.group != previous.group:
                 first, written = index, set()
             reads = set(instr.used_vars)
             if instr.operator in ("select", "select.not") and len(instr.args) > 1:
@@ -857,10 +958,10 @@ class _Machine:
                 op.code, op.message = FAIL, "trap: the kernel aborted"
         elif kind_ == ir.BARRIER:
             op.code = NOP if opcode.startswith("bar.arrive") or ".arrive" in opcode else BARRIER
-            guard = instr.attrs.get("guard")
+            guard = instr.guard
             if guard:
-                op.cond = self._guard(str(guard))
-        elif kind_ == ir.SYNC:
+                op.cond = self._guard(guard)
+        elif kind_ in (ir.SYNC, ir.FENCE):
             op.code = NOP
         elif kind_ == ir.ASSIGN and opcode.split(".")[0] in ("bar", "barrier") \
                 and "red" in opcode.split("."):
@@ -878,13 +979,10 @@ class _Machine:
         else:
             raise Unsupported(f"unsupported instruction kind '{kind_}'")
 
-    def _guard(self, shown: str) -> Callable:
-        """The lanes mask of a guard `%p` / `!%p` (as attrs["guard"] shows it)."""
-        negated = shown.startswith("!")
-        name = shown[1:] if negated else shown
-        operand = ir.Special(name) if name in self.specials else ir.Var(name)
-        read = self._get(operand, "pred")
-        if negated:
+    def _guard(self, guard: ir.Guard) -> Callable:
+        """The lanes mask of an instruction's guard (`@%p` / `@!%p`)."""
+        read = self._get(guard.operand, "pred")
+        if guard.negated:
             return lambda sel: ~np.asarray(read(sel))
         return read
 
@@ -903,6 +1001,8 @@ class _Machine:
             return self._collective(instr, opcode, root)
         if root in ("cvta", "isspacep"):
             return self._address_op(instr, opcode, root)
+        if root in ("txq", "suq"):
+            return self._query(instr, opcode)
         if root == "bar":
             raise Unsupported(f"unsupported instruction '{opcode}'")
         store = self.regs[dest]
@@ -918,9 +1018,6 @@ class _Machine:
                    zip(instr.args, semantics.arg_types, symbols, strict=True)]
         write = _writer(store, semantics.result_type)
         fn = semantics.fn
-        guard = instr.attrs.get("guard")
-        if guard and root in ("div", "rem"):
-            return self._guarded_division(getters, fn, write, self._guard(str(guard)))
         if len(getters) == 1:
             g0 = getters[0]
             return lambda sel, lanes, warp: write(sel, fn(g0(sel)))
@@ -931,21 +1028,6 @@ class _Machine:
             g0, g1, g2 = getters
             return lambda sel, lanes, warp: write(sel, fn(g0(sel), g1(sel), g2(sel)))
         return lambda sel, lanes, warp: write(sel, fn(*[g(sel) for g in getters]))
-
-    @staticmethod
-    def _guarded_division(getters, fn, write, guard) -> Callable:
-        def run(sel, lanes, warp):
-            values = [g(sel) for g in getters]
-            try:
-                write(sel, fn(*values))
-            except ArithmeticFault as fault:
-                mask = np.broadcast_to(fault.mask, lanes.shape)
-                held = np.broadcast_to(guard(sel), lanes.shape)
-                if (mask & held).any():
-                    raise ArithmeticFault(fault.message, mask & held) from None
-                values[1] = np.where(mask, np.ones_like(values[1]), values[1])
-                write(sel, fn(*values))
-        return run
 
     def _select(self, instr: ir.Instruction) -> Callable:
         dest = instr.dest
@@ -1052,11 +1134,11 @@ class _Machine:
     def _collective(self, instr: ir.Instruction, opcode: str, root: str) -> Callable:
         """vote, activemask, redux: one value for all participating lanes."""
         parts = opcode.split(".")
-        hidden = tuple(instr.attrs.get("hidden_args", ()))
+        hidden = tuple(instr.implicit)
         negated = set(instr.attrs.get("negated", ()))
         store = self.regs[instr.dest]
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
 
         def participants(sel, lanes):
             if held is None:
@@ -1119,7 +1201,7 @@ class _Machine:
         the votes of every thread of the block and this writes the result to all lanes."""
         parts = opcode.split(".")
         mode = next((p for p in parts[1:] if p in ("popc", "and", "or")), None)
-        hidden = tuple(instr.attrs.get("hidden_args", ()))
+        hidden = tuple(instr.implicit)
         if mode is None or len(hidden) < 2 or instr.dest is None:
             raise Unsupported(f"unsupported instruction '{opcode}'")
         pred = self._get(hidden[-1], "pred")
@@ -1155,10 +1237,13 @@ class _Machine:
         if isinstance(base, ir.Const):
             value = np.int64(base.value + disp)
             return space, lambda sel: value
-        read = _reader(self._store_of(base), f"u{_storage_bits(self._type_of_operand(base))}")
+        width = _storage_bits(self._type_of_operand(base))
+        read = _reader(self._store_of(base), f"u{width}")
         offset = np.int64(disp)
         if disp == 0:
             return space, lambda sel: read(sel).astype(np.int64)
+        if width <= 32:  # a 32-bit address: register + displacement wraps at 32 bits
+            return space, lambda sel: (read(sel).astype(np.int64) + offset) & 0xFFFFFFFF
         return space, lambda sel: read(sel).astype(np.int64) + offset
 
     def _type_of_operand(self, operand: ir.Operand) -> str:
@@ -1168,42 +1253,168 @@ class _Machine:
         type_ = self.types.get(operand.name, "b64")
         return "u64" if type_ == "pred" else type_
 
-    def _texture(self, instr: ir.Instruction, opcode: str) -> Callable:
-        """`tex.{1d,2d,3d}.v4.DTYPE.CTYPE`: the nearest texel of the bound array (clamped
-        coordinates, unnormalised); a last axis of size 4 (or less) holds the channels."""
-        parts = opcode.split(".")
-        types = [p for p in parts[1:] if p in _TYPE_NAMES]
-        geometry = next((p for p in parts[1:] if p in ("1d", "2d", "3d")), None)
-        name = instr.attrs.get("texture")
-        coords = tuple(instr.attrs.get("coords", ()))
-        if parts[0] != "tex" or geometry is None or len(types) != 2 or not name:
-            raise Unsupported(f"unsupported instruction '{opcode}'")
-        array = self.launch.textures.get(str(name))
+    # -- textures and surfaces (semantics in ptx_texture) --------------------------------
+    def _texture_operands(self, instr: ir.Instruction) -> tuple[np.ndarray | None,
+                                                                Callable | None, list]:
+        """(array bound to a named texture/surface reference, or None; for an object the
+        reader of its handle register; the operands after the handle)."""
+        attrs = instr.attrs
+        name = attrs.get("texture") or (attrs.get("symbol") if instr.kind == ir.STORE
+                                        else None)
+        if name is None:
+            return None, self._get(instr.args[0], "u64"), list(instr.args[1:])
+        array = self.memory.named.get(str(name))
         if array is None:
-            raise Unsupported(f"no array bound to texture '{name}' ({opcode})")
-        dims = int(geometry[0])
-        if len(coords) < dims:
-            raise Unsupported(f"'{opcode}' with {len(coords)} coordinates")
-        channels = array.ndim > dims
+            raise Unsupported(f"no array bound to texture or surface '{name}'")
+        operands = list(attrs.get("coords") or instr.args)
+        if instr.kind == ir.STORE:
+            operands = list(instr.args)
+        return array, None, operands
+
+    def _bound(self, named: np.ndarray | None, handles: Callable | None, sel,
+               count: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """[(array, lanes mask or None for all)] of the handles the `count` lanes hold."""
+        if named is not None:
+            return [(named, None)]
+        values = np.broadcast_to(np.asarray(handles(sel)), (count,))
+        groups = []
+        for value in np.unique(values).tolist():
+            mask = values == value
+            index = ptx_texture.handle_index(int(value), len(self.memory.bound))
+            if index is None:
+                raise _Fault(f"handle {int(value):#x} names no bound texture or surface",
+                             mask)
+            groups.append((self.memory.bound[index], None if mask.all() else mask))
+        return groups
+
+    def _query(self, instr: ir.Instruction, opcode: str) -> Callable:
+        """txq/suq: a property of the bound array (`ptx_texture.query`)."""
+        parts = opcode.split(".")
+        what = parts[1] if len(parts) > 1 else ""
+        handle = instr.args[0] if instr.args else None
+        if isinstance(handle, ir.Special):  # a named reference
+            array = self.memory.named.get(handle.name)
+            if array is None:
+                raise Unsupported(f"no array bound to texture or surface '{handle.name}'")
+            named, handles = array, None
+        elif handle is not None:
+            named, handles = None, self._get(handle, "u64")
+        else:
+            raise Unsupported(f"'{opcode}' without a texture")
+        write = _writer(self.regs[instr.dest], "u32")
+
+        def query(sel, lanes, warp):
+            out = np.zeros(len(lanes), dtype=np.uint32)
+            for array, mask in self._bound(named, handles, sel, len(lanes)):
+                try:
+                    value = ptx_texture.query(array, what)
+                except ptx_texture.TextureUnsupported as error:
+                    raise Unsupported(f"{error} ({opcode})") from None
+                if mask is None:
+                    out[:] = value
+                else:
+                    out[mask] = value
+            write(sel, out)
+        return query
+
+    def _texture(self, instr: ir.Instruction, opcode: str) -> Callable:
+        """tex, tld4 and suld: element `element` of a fetch, per bound array."""
+        try:
+            form = ptx_texture.parse_form(opcode, _TYPE_NAMES)
+        except ptx_texture.TextureUnsupported as error:
+            raise Unsupported(str(error)) from None
+        if form.root == "sust" or instr.dest is None:
+            raise Unsupported(f"unsupported instruction '{opcode}'")
+        named, handles, operands = self._texture_operands(instr)
+        if len(operands) < form.dims or (form.root == "tld4" and form.dims != 2):
+            raise Unsupported(f"'{opcode}' with {len(operands)} coordinates")
         element = int(instr.attrs.get("element") or 0)
-        result = canonical(types[0])
-        getters = [self._get(c, canonical(types[1])) for c in coords[:dims]]
+        if form.root == "suld":
+            size = bits(form.types[0]) // 8
+            result = f"u{8 * size}"
+            getters = [self._get(c, "s32") for c in operands[:form.dims]]
+
+            def compute(array, coords):
+                return ptx_texture.surface_load(array, form, coords, element, size)
+        else:
+            if len(form.types) != 2:
+                raise Unsupported(f"unsupported instruction '{opcode}'")
+            result = canonical(form.types[0])
+            getters = [self._get(c, canonical(form.types[1])) for c in operands[:form.dims]]
+            out_dtype = dtype(result)
+            fn = ptx_texture.gather if form.root == "tld4" else ptx_texture.fetch
+
+            def compute(array, coords):
+                return fn(array, form, coords, element, out_dtype)
         write = _writer(self.regs[instr.dest], result)
-        shape = array.shape[:dims][::-1]  # x first
-        zero = dtype(result)(0)
+        guard = instr.attrs.get("guard")
+        held = self._guard(str(guard)) if guard else None
 
         def texture(sel, lanes, warp):
-            index = []
-            for get, size in zip(getters, shape, strict=True):
-                c = np.floor(np.broadcast_to(np.asarray(get(sel), np.float64), lanes.shape))
-                index.append(np.clip(c, 0, size - 1).astype(np.intp))
-            texel = array[tuple(index[::-1])]
-            if channels:
-                texel = texel[..., element] if element < array.shape[-1] else None
-            elif element:
-                texel = None
-            write(sel, zero if texel is None else np.asarray(texel).astype(dtype(result)))
+            coords = [np.broadcast_to(np.asarray(g(sel)), lanes.shape) for g in getters]
+            if held is not None:  # lanes whose guard fails read texel 0 (never fault)
+                skip = ~np.broadcast_to(held(sel), lanes.shape)
+                coords = [np.where(skip, np.zeros_like(c), c) for c in coords]
+            write(sel, self._per_texture(named, handles, sel, lanes, coords, compute))
         return texture
+
+    def _per_texture(self, named, handles, sel, lanes: np.ndarray, coords: list,
+                     compute: Callable) -> np.ndarray:
+        """`compute(array, coords)` for each group of lanes holding the same handle."""
+        out = None
+        for array, mask in self._bound(named, handles, sel, len(lanes)):
+            try:
+                if mask is None:
+                    return compute(array, coords)
+                values = compute(array, [c[mask] for c in coords])
+            except ptx_texture.TextureFault as fault:
+                raise _Fault(fault.message, _widen(fault.mask, mask),
+                             outside=fault.outside) from None
+            if out is None:
+                out = np.zeros(len(lanes), dtype=values.dtype)
+            out[mask] = values
+        return out
+
+    def _surface_store(self, instr: ir.Instruction, opcode: str) -> Callable:
+        """sust.b: the values' raw bits at byte x (and y, z) of the bound surface."""
+        try:
+            form = ptx_texture.parse_form(opcode, _TYPE_NAMES)
+        except ptx_texture.TextureUnsupported as error:
+            raise Unsupported(str(error)) from None
+        if form.root != "sust":
+            raise Unsupported(f"unsupported instruction '{opcode}'")
+        named, handles, operands = self._texture_operands(instr)
+        size = bits(form.types[0]) // 8
+        if len(operands) < form.vector + form.dims:
+            raise Unsupported(f"'{opcode}' with {len(operands)} operands")
+        split = len(operands) - form.vector
+        getters = [self._get(c, "s32") for c in operands[:split][:form.dims]]
+        values = [self._get(v, f"u{8 * size}") for v in operands[split:]]
+        guard = instr.attrs.get("guard")
+        held = self._guard(str(guard)) if guard else None
+
+        def store(sel, lanes, warp):
+            keep = None
+            if held is not None:
+                keep = np.broadcast_to(held(sel), lanes.shape)
+                if not keep.any():
+                    return
+            for array, mask in self._bound(named, handles, sel, len(lanes)):
+                if keep is not None:
+                    mask = keep if mask is None else mask & keep
+                pick = (lambda a: a) if mask is None else (lambda a, m=mask: a[m])
+                coords = [pick(np.broadcast_to(np.asarray(g(sel)), lanes.shape))
+                          for g in getters]
+                data = [pick(np.broadcast_to(np.asarray(v(sel)), lanes.shape))
+                        for v in values]
+                if not len(coords[0]):
+                    continue
+                try:
+                    ptx_texture.surface_store(array, form, coords, data, size)
+                except ptx_texture.TextureFault as fault:
+                    raise _Fault(fault.message, _widen(fault.mask, mask),
+                             outside=fault.outside) from None
+        return store
 
     def _load(self, instr: ir.Instruction, opcode: str) -> Callable:
         parts = opcode.split(".")
@@ -1220,8 +1431,8 @@ class _Machine:
         dt = dtype(type_)
         write = _writer(self.regs[instr.dest], type_)
         memory = self.memory
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
 
         def gather(addr, lanes):
             groups = memory.resolve(space, addr, size, lanes, "load")
@@ -1255,6 +1466,8 @@ class _Machine:
         return load
 
     def _store(self, instr: ir.Instruction, opcode: str) -> Callable:
+        if instr.space == "surface":
+            return self._surface_store(instr, opcode)
         parts = opcode.split(".")
         types = [p for p in parts[1:] if p in _TYPE_NAMES]
         if parts[0] != "st" or not types or len(instr.args) != 2:
@@ -1268,8 +1481,8 @@ class _Machine:
         symbols = instr.attrs.get("arg_symbols") or (None, None)
         value = self._get(instr.args[1], type_, symbols[1])
         memory = self.memory
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
 
         def store(sel, lanes, warp):
             addr = np.broadcast_to(address(sel), lanes.shape)
@@ -1305,8 +1518,8 @@ class _Machine:
         update = _ATOMIC_OPS[op_name]
         write = _writer(self.regs[instr.dest], type_) if instr.dest else None
         memory = self.memory
-        guard = instr.attrs.get("guard")
-        held = self._guard(str(guard)) if guard else None
+        guard = instr.guard
+        held = self._guard(guard) if guard else None
         what = "atomic" if parts[0] == "atom" else "reduction"
 
         def atomic(sel, lanes, warp):
@@ -1397,23 +1610,37 @@ class _Machine:
             start = address - GLOBAL_BASE
             raw = self.memory.glob.buf[start:start + array.nbytes].copy()
             buffers[name] = raw.view(array.dtype).reshape(array.shape)
-        return PtxRunResult(buffers, self.counters, gx * gy * gz, self.steps)
+        for name, array in self.memory.surfaces:
+            buffers[name] = array.copy()
+        return PtxRunResult(buffers, self.counters, gx * gy * gz, self.steps,
+                            self.memory.global_variables())
 
     def _run_block(self, index: tuple[int, int, int]) -> None:
         self._set_block(index)
         tids = np.arange(self.threads, dtype=np.int64)
         warps = []
+        groups = self.policy in ("frontier", "mimd")
         for w in range(0, self.threads, WARP_SIZE):
             lanes = tids[w:w + WARP_SIZE].copy()
-            warps.append(_Warp(w // WARP_SIZE, [[0, -1, lanes, _selector(lanes)]]))
+            if self.policy == "mimd":
+                entries = [[0, -1, lanes[k:k + 1], _selector(lanes[k:k + 1]), False]
+                           for k in range(len(lanes))]
+            else:
+                entries = [[0, -1, lanes, _selector(lanes), False]]
+            warps.append(_Warp(w // WARP_SIZE, entries))
+            self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(entries))
+        run = self._run_groups if groups else self._run_warp
+        cycles = CycleDetector()
         while True:
             for warp in warps:
                 if warp.stack and warp.waiting is None:
-                    self._run_warp(warp)
+                    run(warp)
             live = [w for w in warps if w.stack]
             if not live:
                 return
             if any(w.waiting is None for w in live):
+                if self.steps > DETECT_AFTER and cycles.seen(self._state(warps)):
+                    raise self._deadlock(warps)
                 continue
             if len(live) < len(warps):
                 waiting = live[0]
@@ -1422,6 +1649,78 @@ class _Machine:
                                   f"barrier not reached by all warps (warp(s) {gone} "
                                   f"finished without it)")
             self._release(live)
+
+    def _state(self, warps: list[_Warp]) -> bytes:
+        """A fingerprint of the block's state at a scheduling point (every warp's control
+        entries, registers, memories): the same fingerprint twice means a cycle."""
+        parts = []
+        for warp in warps:
+            parts.append(str(warp.waiting).encode())
+            for entry in warp.stack:
+                parts.append(str((entry[0], entry[1], entry[4])).encode() + entry[2].tobytes())
+        parts += [store.tobytes() for store in self.regs.values()]
+        memory = self.memory
+        parts += [memory.shared.buf.tobytes(), memory.local.buf.tobytes(),
+                  memory.glob.buf.tobytes(), str(self.block_reduction).encode()]
+        parts += [array.tobytes() for _, array in memory.surfaces]
+        return fingerprint(parts)
+
+    def _deadlock(self, warps: list[_Warp]) -> PtxDeadlockError:
+        """The error for a block whose state repeats: a SIMT deadlock when lanes of a
+        looping warp wait on its stack for others, else an infinite loop."""
+        looping = [w for w in warps if w.stack and w.loop is not None] or \
+            [w for w in warps if w.stack]
+        chosen, waiting = looping[0], None
+        for warp in looping:
+            found = self._waiting_lanes(warp)
+            if found is not None:
+                chosen, waiting = warp, found
+                break
+        top = self._running(chosen)
+        branch, target = chosen.loop if chosen.loop is not None else (top[0], top[0])
+        line = self._line(branch)
+        lanes = [int(t) % WARP_SIZE for t in top[2]]
+        others = None if waiting is None else [int(t) % WARP_SIZE for t in waiting[0]]
+        message = deadlock_message(self.kernel.name, line, lanes, self._line(target), others,
+                                   None if waiting is None else self._line(waiting[1]))
+        block = ", ".join(map(str, self.block_index))
+        message += f" (block ({block}), warp {chosen.index})"
+        return PtxDeadlockError(self.kernel.name, line, None, [int(t) for t in top[2]], message,
+                                self.block_index, chosen.index)
+
+    def _running(self, warp: _Warp) -> list:
+        """The entry a warp runs next: the top of its stack, its lowest-pc group
+        (frontier) or its next thread (mimd)."""
+        if self.policy == "ipdom":
+            return warp.stack[-1]
+        runnable = [g for g in warp.stack if not g[4]] or warp.stack
+        if self.policy == "frontier":
+            return min(runnable, key=lambda g: g[0])
+        return runnable[0]
+
+    def _waiting_lanes(self, warp: _Warp) -> tuple[np.ndarray, int] | None:
+        """Lanes of a warp that wait for the running ones to reconverge, and the pc where
+        they wait: ipdom, lanes of lower stack entries; frontier, the other groups."""
+        if self.policy == "mimd" or len(warp.stack) < 2:
+            return None
+        if self.policy == "frontier":
+            running = self._running(warp)
+            others = [e for e in warp.stack if e is not running]
+            lanes = np.concatenate([e[2] for e in others])
+            return np.sort(lanes), min(e[0] for e in others)
+        above = warp.stack[-1][2]
+        for entry in reversed(warp.stack[:-1]):
+            rest = np.setdiff1d(entry[2], above, assume_unique=True)
+            if len(rest):
+                return rest, entry[0]
+            above = np.union1d(above, entry[2])
+        return None
+
+    def _line(self, pc: int) -> int:
+        """The PTX line of a pc (the kernel's last line for the end)."""
+        if not self.ops:
+            return self.kernel.loc.line
+        return self.ops[min(pc, self.end - 1)].instr.loc.line
 
     def _release(self, warps: list[_Warp]) -> None:
         """Every warp of the block waits at a barrier: compute a bar.red's value from the
@@ -1459,6 +1758,7 @@ class _Machine:
             pc = entry[0]
             if pc == entry[1]:
                 stack.pop()
+                counters.reconvergences += 1
                 continue
             lanes = entry[2]
             if pc >= end:
@@ -1475,20 +1775,26 @@ class _Machine:
                 self.trace.append((self.block_index, warp.index, op.instr.loc.line,
                                    op.instr.text, lanes.tolist()))
             if observer is not None:
-                observer.before(warp.index, pc, lanes, self._reading(lanes))
+                observer.before(warp.index, op.instr.id, lanes, self._reading(lanes))
             code = op.code
             if code == EXEC:
                 try:
                     op.fn(entry[3], lanes, warp)
-                except (_Fault, ArithmeticFault) as fault:
+                except _Fault as fault:
                     raise self._fault(pc, lanes, warp.index, fault) from None
                 except Unsupported as error:
                     raise self._error(pc, lanes, warp.index, str(error)) from None
                 entry[0] = pc + 1
             elif code == JUMP:
                 entry[0] = op.target
+                if op.target <= pc and quantum <= 0:
+                    warp.loop = (pc, op.target)
+                    return
             elif code == BRANCH:
                 self._branch(op, entry, stack, warp)
+                if op.target <= pc and quantum <= 0:
+                    warp.loop = (pc, op.target)
+                    return
             elif code == STOP:
                 self._stop(stack, lanes)
             elif code == BARRIER:
@@ -1510,8 +1816,204 @@ class _Machine:
             else:
                 raise self._error(pc, lanes, warp.index, op.message)
             quantum -= 1
-            if quantum == 0:
+            if quantum < -QUANTUM:  # a long run without a backward transfer
                 return
+
+    def _run_groups(self, warp: _Warp) -> None:
+        """Run a warp under the frontier or mimd policy: its entries are groups of lanes,
+        each at its own pc. Frontier runs the group with the lowest pc and merges groups
+        that meet; mimd runs its threads in turn, one instruction each, and gathers them
+        at warp collectives. A group at a barrier parks until the whole warp is there."""
+        groups = warp.stack
+        mimd = self.policy == "mimd"
+        ops = self.ops
+        counters = self.counters
+        observer = self.observer
+        budget = self.launch.max_steps * (WARP_SIZE if mimd else 1)  # mimd: thread steps
+        quantum = QUANTUM
+        if mimd:  # after a barrier released the warp as one group
+            for k in reversed(range(len(groups))):
+                if len(groups[k][2]) > 1 and not groups[k][4]:
+                    self._scatter(groups, k)
+        while groups:
+            runnable = [k for k, g in enumerate(groups) if not g[4]]
+            if not runnable:
+                if self._gather(warp):
+                    return
+                continue
+            if mimd:
+                later = [k for k in runnable if k >= warp.cursor]
+                k = later[0] if later else runnable[0]
+                warp.cursor = k + 1
+            else:
+                k = min(runnable, key=lambda j: groups[j][0])
+            entry = groups[k]
+            pc = entry[0]
+            lanes = entry[2]
+            if pc >= self.end:
+                del groups[k]
+                continue
+            op = ops[pc]
+            if mimd and op.collective and len(lanes) < len(self._live(groups)):
+                entry[4] = "collective"
+                continue
+            if self.steps >= budget:
+                what = "thread steps (mimd)" if mimd else "warp steps"
+                raise self._error(pc, lanes, warp.index,
+                                  f"did not finish within {budget} {what}")
+            self.steps += 1
+            counters.warp_instructions += 1
+            counters.lane_instructions += len(lanes)
+            if self.trace is not None:
+                self.trace.append((self.block_index, warp.index, op.instr.loc.line,
+                                   op.instr.text, lanes.tolist()))
+            if observer is not None:
+                observer.before(warp.index, pc, lanes, self._reading(lanes))
+            code = op.code
+            if code == EXEC:
+                try:
+                    op.fn(entry[3], lanes, warp)
+                except _Fault as fault:
+                    raise self._fault(pc, lanes, warp.index, fault) from None
+                except Unsupported as error:
+                    raise self._error(pc, lanes, warp.index, str(error)) from None
+                entry[0] = pc + 1
+            elif code == JUMP:
+                entry[0] = op.target
+            elif code == BRANCH:
+                jumps = self._jumps(op, entry, warp)
+                taken = int(np.count_nonzero(jumps))
+                if taken in (0, len(lanes)):
+                    entry[0] = op.target if taken else pc + 1
+                else:
+                    counters.divergent_branches += 1
+                    side = lanes[jumps]
+                    entry[0], entry[2] = pc + 1, lanes[~jumps]
+                    entry[3] = _selector(entry[2])
+                    groups.insert(k + 1, [op.target, -1, side, _selector(side), False])
+                    counters.max_stack_depth = max(counters.max_stack_depth, len(groups))
+            elif code == STOP:
+                del groups[k]
+                continue
+            elif code == BARRIER:
+                if op.cond is not None:
+                    held = np.broadcast_to(op.cond(entry[3]), lanes.shape)
+                    if not held.any():
+                        entry[0] = pc + 1
+                        continue
+                    if not held.all():
+                        raise self._error(pc, lanes[~held], warp.index,
+                                          "barrier skipped by some lanes of the warp")
+                entry[4] = "barrier"
+                continue
+            elif code == NOP:
+                entry[0] = pc + 1
+            else:
+                raise self._error(pc, lanes, warp.index, op.message)
+            if len(entry[2]) > 1 and mimd:
+                self._scatter(groups, k)
+            elif not mimd:
+                self._merge(groups)
+            quantum -= 1
+            if quantum <= 0 and code in (JUMP, BRANCH) and op.target <= pc:
+                warp.loop = (pc, op.target)
+                return
+            if quantum < -QUANTUM:
+                return
+
+    @staticmethod
+    def _live(groups: list) -> np.ndarray:
+        return np.concatenate([g[2] for g in groups])
+
+    def _merge(self, groups: list) -> None:
+        """Frontier: groups (not parked) at one pc become one."""
+        first: dict[int, list] = {}
+        keep = []
+        for group in groups:
+            other = None if group[4] else first.get(group[0])
+            if other is None:
+                if not group[4]:
+                    first[group[0]] = group
+                keep.append(group)
+                continue
+            other[2] = np.union1d(other[2], group[2])
+            other[3] = _selector(other[2])
+            self.counters.reconvergences += 1
+        groups[:] = keep
+
+    @staticmethod
+    def _scatter(groups: list, k: int) -> None:
+        """Mimd: the threads a collective gathered go on one by one."""
+        pc, _, lanes, _, _ = groups[k]
+        groups[k:k + 1] = [[pc, -1, lanes[j:j + 1], _selector(lanes[j:j + 1]), False]
+                           for j in range(len(lanes))]
+
+    def _gather(self, warp: _Warp) -> bool:
+        """Every group of the warp is parked: join the threads at a collective (mimd) and
+        go on, or, when all wait at one barrier, make them one group waiting there (True)."""
+        groups = warp.stack
+        gathered = [g for g in groups if g[4] == "collective"]
+        if gathered:
+            pc = min(g[0] for g in gathered)
+            meet = [g for g in gathered if g[0] == pc]
+            lanes = np.sort(np.concatenate([g[2] for g in meet]))
+            rest = [g for g in groups if not any(g is m for m in meet)]
+            groups[:] = [[pc, -1, lanes, _selector(lanes), False], *rest]
+            self.counters.reconvergences += len(meet) > 1
+            # the joined group runs the collective even though other threads are parked
+            warp.cursor = 0
+            self._collective_once(warp)
+            return False
+        pcs = {g[0] for g in groups}
+        lanes = np.sort(self._live(groups))
+        if len(pcs) > 1:
+            raise self._error(min(pcs), lanes, warp.index,
+                              "lanes of the warp wait at different barriers")
+        if len(groups) > 1:
+            self.counters.reconvergences += 1
+        (pc,) = pcs
+        groups[:] = [[pc, -1, lanes, _selector(lanes), False]]
+        warp.waiting = pc
+        return True
+
+    def _collective_once(self, warp: _Warp) -> None:
+        """Run the collective at the head group with all its lanes, then split it."""
+        entry = warp.stack[0]
+        pc, lanes = entry[0], entry[2]
+        op = self.ops[pc]
+        self.steps += 1
+        self.counters.warp_instructions += 1
+        self.counters.lane_instructions += len(lanes)
+        if self.trace is not None:
+            self.trace.append((self.block_index, warp.index, op.instr.loc.line,
+                               op.instr.text, lanes.tolist()))
+        if self.observer is not None:
+            self.observer.before(warp.index, pc, lanes, self._reading(lanes))
+        try:
+            op.fn(entry[3], lanes, warp)
+        except _Fault as fault:
+            raise self._fault(pc, lanes, warp.index, fault) from None
+        except Unsupported as error:
+            raise self._error(pc, lanes, warp.index, str(error)) from None
+        entry[0] = pc + 1
+        self._scatter(warp.stack, 0)
+        for group in warp.stack:  # the others were parked at the same collective or later
+            if group[4] == "collective" and group[0] != pc:
+                group[4] = False
+
+    def _jumps(self, op: _Op, entry: list, warp: _Warp) -> np.ndarray:
+        """Which lanes of an entry a branch sends to its target (the observer sees it)."""
+        lanes = entry[2]
+        value = np.broadcast_to(op.cond(entry[3]), lanes.shape)
+        if op.case is not None:
+            jumps = value == op.case
+        elif op.taken_when:
+            jumps = value
+        else:
+            jumps = ~value
+        if self.observer is not None:
+            self.observer.branch(warp.index, entry[0], lanes, jumps)
+        return jumps
 
     def _branch(self, op: _Op, entry: list, stack: list, warp: _Warp) -> None:
         lanes = entry[2]
@@ -1524,7 +2026,7 @@ class _Machine:
         else:
             jumps = ~value
         if self.observer is not None:
-            self.observer.branch(warp.index, pc, lanes, jumps)
+            self.observer.branch(warp.index, op.instr.id, lanes, jumps)
         taken = int(np.count_nonzero(jumps))
         if taken == len(lanes):
             entry[0] = op.target
@@ -1536,10 +2038,12 @@ class _Machine:
             entry[0] = rpc
             if op.target != rpc:
                 side = lanes[jumps]
-                stack.append([op.target, rpc, side, _selector(side)])
+                stack.append([op.target, rpc, side, _selector(side), False])
             if pc + 1 != rpc:
                 side = lanes[~jumps]
-                stack.append([pc + 1, rpc, side, _selector(side)])
+                stack.append([pc + 1, rpc, side, _selector(side), False])
+            if len(stack) > self.counters.max_stack_depth:
+                self.counters.max_stack_depth = len(stack)
 
     @staticmethod
     def _stop(stack: list, lanes: np.ndarray) -> None:
@@ -1582,18 +2086,32 @@ class _Machine:
         elif mask is not None and np.ndim(mask) and len(mask) == len(lanes):
             lanes = lanes[np.asarray(mask, dtype=bool)]
         opcode = self.ops[pc].instr.attrs.get("opcode", "")
-        return self._error(pc, lanes, warp, f"{fault.message} ({opcode})")
+        error = self._error(pc, lanes, warp, f"{fault.message} ({opcode})")
+        error.outside = fault.outside
+        return error
 
 
 class _Warp:
-    """A warp's PDOM stack: entries [pc, reconvergence pc, lanes, selector]."""
+    """A warp's control entries [pc, reconvergence pc, lanes, selector, parked]: its PDOM
+    stack (ipdom), or its groups of lanes (frontier; mimd: one per thread)."""
 
-    __slots__ = ("index", "stack", "waiting")
+    __slots__ = ("index", "stack", "waiting", "loop", "cursor")
 
     def __init__(self, index: int, stack: list) -> None:
         self.index = index
         self.stack = stack
         self.waiting: int | None = None
+        self.loop: tuple[int, int] | None = None  # (branch pc, target) of the last yield
+        self.cursor = 0  # mimd: the next thread to run
+
+
+def _widen(inner: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """A lanes mask over a group (`mask` of all lanes, None: all) as a mask of all lanes."""
+    if mask is None:
+        return inner
+    full = np.zeros(len(mask), dtype=bool)
+    full[mask] = inner
+    return full
 
 
 def _with_copies(fn: Callable, copies: list[tuple[np.ndarray, np.ndarray]]) -> Callable:
@@ -1663,10 +2181,10 @@ _SMALL_SCALARS = (0, 1, 2, 3, 5, 7, 16, 33, 40)
 _POINTER_ROOTS = frozenset({"mov", "cvta", "add", "sub", "ld", "st", "call"})
 
 
-def pointer_params(kernel: ir.Kernel) -> list[str]:
-    """Parameters whose value reaches a memory address (through any chain of assignments
-    and `.param` copies, flow-insensitively): they get buffers; the others get scalars."""
-    derived: dict[str, set[str]] = {}  # register → parameters its value may come from
+def _param_sources(kernel: ir.Kernel) -> dict[str, set[str]]:
+    """The parameters each register's value may come from (through any chain of moves,
+    adds, selects and `.param` copies, flow-insensitively)."""
+    derived: dict[str, set[str]] = {}
     instructions = kernel.instructions()
     for instr in instructions:
         if (instr.kind == ir.LOAD and instr.space == "param" and instr.dest
@@ -1686,16 +2204,99 @@ def pointer_params(kernel: ir.Kernel) -> list[str]:
             if sources - derived.get(instr.dest, set()):
                 derived.setdefault(instr.dest, set()).update(sources)
                 changed = True
+    return derived
+
+
+def _texture_handle(instr: ir.Instruction) -> ir.Operand | None:
+    """The handle operand of a texture/surface instruction on an object (not a named
+    reference), else None."""
+    if instr.space not in ("texture", "surface") or not instr.args:
+        return None
+    if instr.attrs.get("texture") or instr.attrs.get("symbol"):
+        return None
+    return instr.args[0]
+
+
+def pointer_params(kernel: ir.Kernel) -> list[str]:
+    """Parameters whose value reaches a memory address: they get buffers; the others get
+    scalars (or, for texture handles, textures: `texture_params`)."""
+    derived = _param_sources(kernel)
     pointers: set[str] = set()
-    for instr in instructions:
+    for instr in kernel.instructions():
         address = instr.args[0] if instr.args else None
-        if (instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC) and instr.space != "param"
+        if (instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC)
+                and instr.space not in ("param", "texture", "surface")
                 and isinstance(address, ir.Var)):
             pointers |= derived.get(address.name, set())
         opcode = str(instr.attrs.get("opcode", ""))
         if opcode.startswith("cvta") and instr.used_vars:
             pointers |= derived.get(instr.used_vars[0], set())
-    return [p for p in kernel.params if p in pointers]
+    return [p for p in kernel.params if p in pointers - set(texture_params(kernel))]
+
+
+def texture_params(kernel: ir.Kernel) -> dict[str, ptx_texture.Form]:
+    """Parameters that are texture or surface objects, with the first instruction form
+    that uses each (it says the geometry, element type and whether it is a surface)."""
+    derived = _param_sources(kernel)
+    found: dict[str, ptx_texture.Form] = {}
+    for name, form in _texture_uses(kernel):
+        for param in sorted(derived.get(name, set())):
+            found.setdefault(param, form)
+    return {p: found[p] for p in kernel.params if p in found}
+
+
+def texture_refs(kernel: ir.Kernel) -> dict[str, ptx_texture.Form]:
+    """Texture and surface references (`.global .texref t`) the kernel fetches from."""
+    found: dict[str, ptx_texture.Form] = {}
+    for instr in kernel.instructions():
+        if instr.space not in ("texture", "surface"):
+            continue
+        name = instr.attrs.get("texture") or instr.attrs.get("symbol")
+        form = _form_of(instr)
+        if name and form is not None:
+            found.setdefault(str(name), form)
+    return found
+
+
+def _form_of(instr: ir.Instruction) -> ptx_texture.Form | None:
+    try:
+        return ptx_texture.parse_form(str(instr.attrs.get("opcode", "")), _TYPE_NAMES)
+    except ptx_texture.TextureUnsupported:
+        return None
+
+
+def _texture_uses(kernel: ir.Kernel) -> list[tuple[str, ptx_texture.Form]]:
+    """(handle register, form) of every texture/surface instruction on an object."""
+    uses = []
+    for instr in kernel.instructions():
+        handle = _texture_handle(instr)
+        form = _form_of(instr) if handle is not None else None
+        if isinstance(handle, ir.Var) and form is not None:
+            uses.append((handle.name, form))
+    return uses
+
+
+def synthesized_texture(rng: np.random.Generator, form: ptx_texture.Form, fill: str,
+                        scale: int = 1) -> ptx_texture.Texture:
+    """An array for a texture or surface the kernel uses as `form` says: 8192·scale texels
+    (1-D), 128×128·scale (2-D) or 32×32×32·scale (3-D); one channel of the fetched type
+    for textures, `vector` channels of the accessed width for surfaces."""
+    shape = {1: (8192 * scale,), 2: (128 * scale, 128), 3: (32 * scale, 32, 32)}[form.dims]
+    surface = form.root in ("suld", "sust")
+    if surface:
+        type_ = f"u{bits(form.types[0])}"
+        if form.vector > 1:
+            shape = (*shape, form.vector)
+    else:
+        type_ = canonical(form.types[0])
+    dt = dtype(type_)
+    if fill == "zeros":
+        array = np.zeros(shape, dtype=dt)
+    elif kind(type_) == "f":
+        array = rng.uniform(-2.0, 2.0, size=shape).astype(dt)
+    else:
+        array = rng.integers(0, 16, size=shape).astype(dt)
+    return ptx_texture.Texture(array, surface=surface)
 
 
 def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
@@ -1705,6 +2306,8 @@ def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
     small floats) and small random scalars for the others."""
     rng = np.random.default_rng(seed)
     pointers = set(pointer_params(kernel))
+    textures = texture_params(kernel)
+    references = texture_refs(kernel)
     types = {name: type_ for name, type_, _, _ in kernel.attrs.get("params", ())}
     sizes = {name: size for name, _, size, _ in kernel.attrs.get("params", ())}
     launches = []
@@ -1712,7 +2315,9 @@ def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
         args: dict[str | int, object] = {}
         for name in kernel.params:
             type_ = types.get(name, "")
-            if name in pointers:
+            if name in textures:
+                args[name] = synthesized_texture(rng, textures[name], fill)
+            elif name in pointers:
                 args[name] = _fill(rng, fill, buffer_bytes)
             elif type_ in ("f32", "f64", "f16"):
                 args[name] = float(rng.choice([0.5, 1.0, 1.5, 2.0, -1.0, 3.0]))
@@ -1721,7 +2326,8 @@ def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
             else:  # an array parameter (a struct by value): small random bytes
                 args[name] = bytes(rng.integers(0, 8, size=sizes.get(name, 8),
                                                 dtype=np.uint8))
-        launches.append(PtxLaunch(grid=grid, block=block, args=args,
+        bound = {name: synthesized_texture(rng, form, fill) for name, form in references.items()}
+        launches.append(PtxLaunch(grid=grid, block=block, args=args, textures=bound,
                                   dynamic_shared=CHECK_DYNAMIC_SHARED, max_steps=max_steps))
     return launches
 

@@ -50,15 +50,6 @@ class Unsupported(Exception):
     """An instruction (or a form of one) the interpreter cannot execute."""
 
 
-class ArithmeticFault(Exception):
-    """A per-lane fault (integer division by zero); `mask` marks the lanes."""
-
-    def __init__(self, message: str, mask) -> None:
-        super().__init__(message)
-        self.message = message
-        self.mask = mask
-
-
 def bits(type_: str) -> int:
     """Bit width of a PTX type."""
     return TYPES[type_][0]
@@ -520,8 +511,11 @@ def _div_rem(spec: OpSpec) -> Semantics:
         a = np.asarray(a)
         b = np.asarray(b)
         zero = b == 0
-        if np.any(zero):
-            raise ArithmeticFault("integer division by zero", zero)
+        if np.any(zero):  # no trap: quotient all ones, remainder the dividend
+            a, b = np.broadcast_arrays(a, b)
+            out = divide(a, np.where(zero, np.ones_like(b), b))
+            by_zero = a if remainder else np.full_like(a, -1 if is_signed else ~dt(0))
+            return np.where(zero, by_zero, out).astype(dt)
         if not is_signed:
             return (a % b if remainder else a // b).astype(dt)
         ua = np.where(a < 0, -(a.astype(np.int64)), a.astype(np.int64)).astype(np.uint64)

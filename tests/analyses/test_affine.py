@@ -269,7 +269,7 @@ def test_gamma_at_unstructured_join_and_mu_meet():
     ("shl.b32", 2, "shl"), ("shl.b64", 2, "shl"), ("neg.s32", 1, "neg"),
     ("neg.f32", 1, "generic"), ("mov.u32", 1, "copy"), ("mov.f32", 1, "copy"),
     ("cvt.s64.s32", 1, "copy"), ("cvt.u32.u16", 1, "copy"), ("cvt.u32.u64", 1, "generic"),
-    ("cvt.rn.f32.s32", 1, "generic"), ("setp.lt.s32", 2, "cmp"), ("setp.ge.u32", 2, "cmp"),
+    ("cvt.rn.f32.s32", 1, "generic"), ("setp.lt.s32", 2, "cmp"), ("setp.ge.u32", 2, "generic"),
     ("setp.lt.f32", 2, "generic"), ("setp.lt.and.s32", 3, "generic"),
     ("add.f32", 2, "generic"), ("add.sat.s32", 2, "generic"), ("selp.b32", 3, "generic"),
     ("and.b32", 2, "generic"), ("shr.u32", 2, "generic"), ("add.s32", 3, "generic"),

@@ -12,22 +12,23 @@ form here fails `test_every_opcode_root_has_a_form`.
 """
 
 import re
+from functools import cache
 
 import pytest
 
-from gpudiv.analyses import affine, affine2, simple
+from gpudiv.analyses import affine, affine2
 from gpudiv.analyses.affine_reference import solve_reference
-from gpudiv.api import analyze_text, check
+from gpudiv.api import analyze, analyze_text, check
 from gpudiv.frontend import ptx as front
 from gpudiv.load import parse_text
+from gpudiv.operators import normalise_ptx
+from gpudiv.solve import shipped_rule
 
-ANALYSES = {"simple": simple.analyze_kernel, "affine": affine.analyze_kernel,
-            "affine2": affine2.analyze_kernel}
+ANALYSES = ("simple", "affine", "affine2")
 
-# Register kinds: declaration type, the uniform value (index 1), the thread-dependent
-# value (index 2, from %tid.x) and the destination (index 3).
-KINDS = {"r": "b32", "rd": "b64", "h": "b16", "f": "f32", "fd": "f64", "p": "pred",
-         "q": "b128"}
+# Register kinds (b32, b64, b16, f32, f64, pred, b128): in the kernel, index 1 holds a
+# uniform value (a parameter), index 2 a thread-dependent one (from %tid.x), index 3 is
+# the destination.
 PREFIX = {"r": "%r", "rd": "%rd", "h": "%h", "f": "%f", "fd": "%fd", "p": "%p", "q": "%q"}
 
 # `{kind}` is a source operand of that register kind; `%r3`, `%rd3`, … are destinations.
@@ -129,6 +130,23 @@ FORMS = [
     "match.any.sync.b32 %r3, {r}, -1;", "elect.sync %r3|%p3, {r};",
 ]
 
+# A guard is a source operand too: the destination keeps its old (uniform) value in the
+# lanes where the guard is false. Each form sets the destination first.
+GUARDED_FORMS = [
+    "mov.u32 %r3, %r1;\n    @{p} add.s32 %r3, {r}, {r};",
+    "mov.u32 %r3, %r1;\n    @!{p} mad.lo.s32 %r3, {r}, {r}, {r};",
+    "mov.u64 %rd3, %rd1;\n    @{p} shl.b64 %rd3, {rd}, 2;",
+    "mov.u32 %r3, %r1;\n    @{p} mov.u32 %r3, {r};",
+    "mov.u32 %r3, %r1;\n    @{p} cvt.u32.u64 %r3, {rd};",
+    "mov.f32 %f3, %f1;\n    @{p} fma.rn.f32 %f3, {f}, {f}, {f};",
+    "mov.pred %p3, %p1;\n    @{p} setp.lt.s32 %p3, {r}, {r};",
+    "mov.u32 %r3, %r1;\n    @{p} selp.b32 %r3, {r}, {r}, {p};",
+    "mov.u32 %r3, %r1;\n    @{p} ld.global.u32 %r3, [{rd}];",
+    "mov.u32 %r3, %r1;\n    @!{p} ld.param.u32 %r3, [k_r];",
+    "mov.f32 %f3, %f1;\n    @{p} tex.1d.v4.f32.s32 {{%f3, %f0, %f0, %f0}}, [{rd}, {{{r}}}];",
+    "mov.u32 %r3, %r1;\n    @{p} vote.sync.ballot.b32 %r3, %p1, -1;",
+]
+
 # Forms whose result is the same in every active lane whatever the operands: warp votes,
 # warp reductions and block-wide barrier reductions (gpudiv.frontend.ptx,
 # UNIFORM_COLLECTIVE_ROOTS; the simple analysis' documented choice).
@@ -154,6 +172,30 @@ LITERAL_FORMS = [
     "sub.s32 %r3, 0, {r};", "and.b32 %r3, {r}, 255;", "or.b64 %rd3, {rd}, 1;",
     "setp.lt.u32 %p3, {r}, 32;", "setp.ne.s64 %p3, {rd}, 0;",
     "selp.b32 %r3, 1, 0, {p};", "bfe.u32 %r3, {r}, 8, 8;", "prmt.b32 %r3, {r}, 0, 0x3210;",
+]
+
+# Zero extension of a thread-dependent value that may wrap below 0, then the other lane's
+# value subtracted: the 64-bit difference is not the same in every lane.
+WIDENING_FORMS = [
+    "add.s32 %r0, %r2, -16;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s32 %r0, %r2, -16;\n    mul.wide.u32 %rd0, %r0, 4;\n    mul.wide.u32 %rd3, %r2, 4;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s32 %r0, %r2, -16;\n    mad.wide.u32 %rd0, %r0, 4, %rd1;"
+    "\n    mad.wide.u32 %rd3, %r2, 4, %rd1;\n    sub.s64 %rd3, %rd0, %rd3;",
+    "sub.s32 %r0, %r2, %r1;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s16 %h0, %h2, -3;\n    cvt.u32.u16 %r0, %h0;\n    cvt.u32.u16 %r3, %h2;"
+    "\n    sub.s32 %r3, %r0, %r3;",
+]
+# The same with values that stay in range in every lane: the difference is uniform.
+WIDENING_IN_RANGE = [
+    "add.s32 %r0, %r2, 16;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "add.s32 %r0, %r2, 16;\n    mul.wide.u32 %rd0, %r0, 4;\n    mul.wide.u32 %rd3, %r2, 4;"
+    "\n    sub.s64 %rd3, %rd0, %rd3;",
+    "sub.s32 %r0, 2000, %r2;\n    cvt.u64.u32 %rd0, %r0;\n    cvt.u64.u32 %rd3, %r2;"
+    "\n    add.s64 %rd3, %rd0, %rd3;",
 ]
 
 # Forms whose result is uniform whatever the thread-dependent operand: the literal fixes it.
@@ -188,12 +230,15 @@ NOT_GENERATED = {
 OPERAND = re.compile(r"\{(r|rd|h|f|fd|p|q)\}")
 DEST = re.compile(r"%(?:r|rd|h|f|fd|p|q)3\b")
 
-KERNEL = """
+HEADER = """
 .version 8.7
 .target sm_90
 .address_size 64
-.visible .entry k(.param .u32 k_r, .param .u64 k_rd, .param .u16 k_h, .param .f32 k_f,
-                  .param .f64 k_fd)
+"""
+
+KERNEL = """
+.visible .entry {name}(.param .u32 k_r, .param .u64 k_rd, .param .u16 k_h, .param .f32 k_f,
+                       .param .f64 k_fd)
 {{
     .reg .b32 %r<4>;
     .reg .b64 %rd<4>;
@@ -222,60 +267,109 @@ KERNEL = """
 """
 
 
-def instances(form: str) -> list[tuple[int, str]]:
-    """The form with operand `position` thread-dependent and the others uniform, for every
-    source operand position."""
+def instances(form: str) -> list[str]:
+    """The form with one source operand thread-dependent (`%x2`) and the others uniform
+    (`%x1`), for every source operand position in turn; a form without one as it is."""
     count = len(OPERAND.findall(form))
     out = []
     for position in range(count):
         seen = iter(range(count))
 
         def register(match: re.Match, position: int = position, seen=seen) -> str:
-            index = next(seen)
-            return PREFIX[match[1]] + ("2" if index == position else "1")
+            return PREFIX[match[1]] + ("2" if next(seen) == position else "1")
 
-        out.append((position, OPERAND.sub(register, form).replace("{{", "{").replace("}}", "}")))
+        out.append(OPERAND.sub(register, form))
+    return [text.replace("{{", "{").replace("}}", "}") for text in out or [form]]
+
+
+ALL_FORMS = (FORMS + LITERAL_FORMS + GUARDED_FORMS + UNIFORM_RESULT + PROVABLY_UNIFORM
+             + WIDENING_FORMS + WIDENING_IN_RANGE)
+
+
+@cache
+def analysed_module(analysis: str) -> tuple[list[str], list]:
+    """Every instance of every form as one kernel, all in one module (so that the driver
+    solves them in a few clingo runs), and their results."""
+    texts = list(dict.fromkeys(t for form in ALL_FORMS for t in instances(form)))
+    module = HEADER + "".join(KERNEL.format(name=f"k{i}", instruction=text)
+                              for i, text in enumerate(texts))
+    program = parse_text(module, "audit.ptx", "ptx")
+    assert not program.errors, [str(e) for e in program.errors[:5]]
+    assert not any("unknown" in d.message for d in program.diagnostics), program.diagnostics
+    return texts, analyze(program, analysis).kernels
+
+
+@cache
+def all_classes(analysis: str) -> dict[str, dict[str, bool]]:
+    """Instruction text → {SSA name: uniform} for the destinations (`%x3`) that the last
+    line of the text defines, for every instance of every form."""
+    out = {}
+    for text, result in zip(*analysed_module(analysis), strict=True):
+        dests = set(DEST.findall(text))
+        last = max(v.line for v in result.variables if v.source in dests)
+        out[text] = {v.name: v.uniform for v in result.variables
+                     if v.source in dests and v.line == last}
+        assert out[text], f"no destination of '{text}' was found"
     return out
-
-
-def destination_classes(instruction: str, analysis: str) -> dict[str, bool]:
-    """SSA name → uniform, for every destination (`%x3`) of the instruction."""
-    program = parse_text(KERNEL.format(instruction=instruction), "audit.ptx", "ptx")
-    assert not program.errors, (instruction, [str(e) for e in program.errors])
-    result = ANALYSES[analysis](program.kernels[0])
-    dests = set(DEST.findall(instruction))
-    found = {v.name: v.uniform for v in result.variables if v.source in dests}
-    assert found, f"no destination of '{instruction}' was found"
-    return found
 
 
 def _root(form: str) -> str:
     return form.split(".", 1)[0].split(" ", 1)[0]
 
 
-def _cases(forms: list[str]):
-    for form in forms:
-        for position, instruction in instances(form):
-            for analysis in ANALYSES:
-                yield pytest.param(instruction, analysis, id=f"{analysis}-{position}-{form}")
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_thread_dependent_operand_makes_the_result_non_uniform(analysis):
+    classes = all_classes(analysis)
+    wrong = [text for form in FORMS + LITERAL_FORMS + GUARDED_FORMS
+             for text in instances(form) if OPERAND.search(form) and any(classes[text].values())]
+    assert wrong == [], wrong
 
 
-@pytest.mark.parametrize("instruction, analysis", list(_cases(FORMS + LITERAL_FORMS)))
-def test_thread_dependent_operand_makes_the_result_non_uniform(instruction, analysis):
-    classes = destination_classes(instruction, analysis)
-    assert not any(classes.values()), (instruction, analysis, classes)
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_warp_and_block_collectives_stay_uniform(analysis):
+    classes = all_classes(analysis)
+    wrong = [text for form in UNIFORM_RESULT for text in instances(form)
+             if not all(classes[text].values())]
+    assert wrong == [], wrong
 
 
-@pytest.mark.parametrize("instruction, analysis", list(_cases(UNIFORM_RESULT)))
-def test_warp_and_block_collectives_stay_uniform(instruction, analysis):
-    assert all(destination_classes(instruction, analysis).values()), instruction
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_zero_extension_below_zero_is_not_affine(analysis):
+    """`cvt.u64.u32(tid − 16) − cvt.u64.u32(tid)` is 2^32 − 16 in lanes 0–15 and −16 in
+    the others (it was taken as −16: uniform)."""
+    classes = all_classes(analysis)
+    assert [text for text in WIDENING_FORMS if any(classes[text].values())] == []
 
 
-@pytest.mark.parametrize("instruction, analysis", list(_cases(PROVABLY_UNIFORM)))
-def test_literals_that_fix_the_result(instruction, analysis):
-    form = next(f for f in PROVABLY_UNIFORM if instances(f)[0][1] == instruction)
-    uniform = all(destination_classes(instruction, analysis).values())
-    assert uniform == (analysis in PROVABLY_UNIFORM_SEEN.get(form, ())), instruction
+@pytest.mark.parametrize("analysis", ["affine", "affine2"])
+def test_zero_extension_in_range_stays_affine(analysis):
+    classes = all_classes(analysis)
+    assert [text for text in WIDENING_IN_RANGE if not all(classes[text].values())] == []
+
+
+def test_every_bottom_coefficient_of_every_form_is_explained():
+    """rules/affine_explain.lp gives every ⊥ coefficient a cause (`wrap` for widening)."""
+    texts, _ = analysed_module("affine2")
+    module = HEADER + "".join(KERNEL.format(name=f"k{i}", instruction=text)
+                              for i, text in enumerate(texts))
+    kernels = parse_text(module, "audit.ptx", "ptx").kernels
+    explaining = affine.analysis("affine2", 2, extra_rules=(shipped_rule("affine_explain.lp"),))
+    causes = set()
+    for text, result in zip(texts, explaining.run(kernels), strict=True):
+        bottoms = set(result.relations["affine_bot"])
+        explained = {(v, n) for v, n, _, _ in result.relations["because"]}
+        assert bottoms <= explained, (text, sorted(bottoms - explained)[:3])
+        causes |= {why for _, _, why, _ in result.relations["because"]}
+    assert {"wrap", "address", "overflow", "nonlinear"} <= causes
+
+
+@pytest.mark.parametrize("analysis", ANALYSES)
+def test_literals_that_fix_the_result(analysis):
+    classes = all_classes(analysis)
+    for form in PROVABLY_UNIFORM:
+        (text,) = instances(form)
+        seen = analysis in PROVABLY_UNIFORM_SEEN.get(form, ())
+        assert all(classes[text].values()) == seen, text
 
 
 def test_every_opcode_root_has_a_form():
@@ -287,25 +381,40 @@ def test_every_opcode_root_has_a_form():
     assert not (NOT_GENERATED.keys() & covered)
 
 
-def test_every_form_is_parsed_as_the_opcode_it_names():
+def test_every_instance_is_one_kernel_and_names_its_opcode():
     """No form falls through to `unknown opcode` (which would make it opaque and so
-    trivially divergent)."""
-    for form in FORMS + UNIFORM_RESULT + LITERAL_FORMS + PROVABLY_UNIFORM:
-        instruction = instances(form)[0][1] if OPERAND.search(form) else form
-        program = parse_text(KERNEL.format(instruction=instruction), "audit.ptx", "ptx")
-        assert not program.errors and not any(
-            "unknown" in d.message for d in program.diagnostics), (form, program.diagnostics)
+    trivially divergent), and every form has the operand count it seems to have."""
+    texts = {t for form in ALL_FORMS for t in instances(form)}
+    assert texts == set(all_classes("simple"))
+    assert len(instances("add.s32 %r3, {r}, {r};")) == 2
+    assert instances("add.s32 %r3, {r}, {r};")[1] == "add.s32 %r3, %r1, %r2;"
+    assert instances("activemask.b32 %r3;") == ["activemask.b32 %r3;"]
+
+
+def solved(result, degree: int) -> dict[str, tuple]:
+    """SSA name → coefficients (tid⁰ first, None for ⊥) as the rules solved them."""
+    got: dict[str, dict[int, int | None]] = {}
+    for var, power, value in result.relations["affine_coef"]:
+        got.setdefault(var, {})[power] = value
+    for var, power in result.relations["affine_bot"]:
+        got.setdefault(var, {})[power] = None
+    return {v: tuple(c[p] for p in range(degree + 1)) for v, c in got.items()}
+
+
+@pytest.mark.parametrize("analysis, degree", [("affine", 1), ("affine2", 2)])
+def test_reference_solver_agrees_on_every_form(analysis, degree):
+    for text, result in zip(*analysed_module(analysis), strict=True):
+        assert solved(result, degree) == solve_reference(result.ssa, degree), text
 
 
 def test_simple_uniform_implies_affine_uniform_on_every_form():
     """Corollary 1: the affine analyses never call divergent what the simple one calls
     uniform."""
-    for form in FORMS + UNIFORM_RESULT + LITERAL_FORMS + PROVABLY_UNIFORM:
-        for _, instruction in instances(form) or [(0, form)]:
-            simple_uniform = destination_classes(instruction, "simple")
-            for analysis in ("affine", "affine2"):
-                other = destination_classes(instruction, analysis)
-                assert all(other[n] for n, u in simple_uniform.items() if u), instruction
+    simple_classes = all_classes("simple")
+    for analysis in ("affine", "affine2"):
+        other = all_classes(analysis)
+        for text, names in simple_classes.items():
+            assert all(other[text][n] for n, uniform in names.items() if uniform), text
 
 
 SHL64 = """
@@ -351,10 +460,51 @@ def test_reference_solver_agrees_on_wide_shifts(degree):
     kernel = parse_text(SHL64, "shl64.ptx", "ptx").kernels[0]
     driver = affine2.analyze_kernel if degree == 2 else affine.analyze_kernel
     result = driver(kernel)
-    got: dict[str, dict[int, int | None]] = {}
-    for var, power, value in result.relations["affine_coef"]:
-        got.setdefault(var, {})[power] = value
-    for var, power in result.relations["affine_bot"]:
-        got.setdefault(var, {})[power] = None
-    solved = {v: tuple(c[p] for p in range(degree + 1)) for v, c in got.items()}
-    assert solved == solve_reference(result.ssa, degree)
+    assert solved(result, degree) == solve_reference(result.ssa, degree)
+
+
+CMPWRAP = """
+.version 8.7
+.target sm_80
+.address_size 64
+.visible .entry cmpwrap(.param .u64 cmpwrap_param_0)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [cmpwrap_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    add.s32 %r2, %r1, -16;
+    setp.lt.u32 %p1, %r1, %r2;
+    @%p1 bra DONE;
+    st.global.u32 [%rd2], %r1;
+DONE:
+    setp.lt.s32 %p2, %r1, %r2;
+    @%p2 bra END;
+    st.global.u32 [%rd2+4], %r1;
+END:
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("analysis", ["affine", "affine2"])
+def test_unsigned_ordered_comparison_of_equal_strides_wraps_at_zero(analysis):
+    """`tid < tid − 16` on u32 holds in lanes 0–15 only (it was called uniform: 6
+    violations); on s32 it is false in every lane, and the difference decides."""
+    analysed = analyze_text(CMPWRAP, "cmpwrap.ptx", analysis, language="ptx")
+    (kernel,) = analysed.kernels
+    assert [b.divergent for b in kernel.branches] == [True, False]
+    (report,) = check(analysed)
+    assert report.status == "checked" and report.violations == []
+
+
+@pytest.mark.parametrize("opcode, name", [
+    ("setp.lt.u32", "generic"), ("setp.lo.u32", "generic"), ("setp.hs.u64", "generic"),
+    ("setp.le.b32", "generic"), ("set.gt.u32.u32", "generic"),
+    ("setp.lt.s32", "cmp"), ("setp.ge.s64", "cmp"), ("set.lt.u32.s32", "cmp"),
+    ("setp.eq.u32", "cmp"), ("setp.ne.b64", "cmp"), ("setp.eq.s16", "cmp"),
+])
+def test_which_integer_comparisons_the_difference_decides(opcode, name):
+    assert normalise_ptx(opcode, 2) == name

@@ -2,8 +2,9 @@
 
 A fetch through a uniform texture object at thread-dependent coordinates differs between
 lanes; the affine analyses used to look only at the handle (the "address" of the load)
-and called it uniform. The interpreter does not execute `tex`, so the oracle cannot catch
-this: these tests state the expected classes directly.
+and called it uniform. These tests state the expected classes directly; since the
+interpreter executes `tex` (issue 10), the oracle checks them too (tests/interp/
+test_ptx_textures.py, test_oracle_on_samples).
 """
 
 import json

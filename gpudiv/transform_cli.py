@@ -1,0 +1,126 @@
+"""`gpudiv transform FILE|DIR… --pass P[,P…] [--kernel K] [-o OUT] [--verify]
+[--format text|json]` and `gpudiv transform --list`.
+
+Without `-o` and `--verify` the transformed program is written to standard output;
+with `-o` it goes to OUT (a file for one input file, a folder mirroring the inputs for a
+folder). `--verify` reports per kernel `verified`, `differs` (with the first difference)
+or `not-executed`. Exit status: 0, 1 when a kernel differs or violates a claim, 2 on
+bad input (unknown pass, unreadable file) with `FILE:LINE:COL: error:` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gpudiv.commands import CommandError
+from gpudiv.corpus import collect_inputs
+from gpudiv.load import LoadError
+from gpudiv.transforms import available
+from gpudiv.verify.transform_check import FileTransform, TransformError, transform
+
+EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `transform` to the `gpudiv` subcommand parser."""
+    parser = sub.add_parser("transform", help="rewrite kernels with passes, print and verify")
+    parser.add_argument("files", nargs="*", metavar="FILE|DIR")
+    parser.add_argument("--pass", dest="passes", metavar="P[,P…]",
+                        help="passes to run in order (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the passes and exit")
+    parser.add_argument("--kernel", help="transform only this kernel")
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="write the result (a folder when the input is a folder)")
+    parser.add_argument("--verify", action="store_true",
+                        help="run original and result on the interpreter and compare memory")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--json", dest="format", action="store_const", const="json",
+                        help="same as --format json")
+    parser.add_argument("--seed", type=int, default=0, help="for the synthesized launches")
+    parser.set_defaults(handler=cmd_transform)
+
+
+def _list(fmt: str) -> int:
+    passes = available()
+    if fmt == "json":
+        json.dump([{"name": n, "description": d} for n, d in passes], sys.stdout, indent=2)
+        print()
+        return EXIT_OK
+    width = max(len(n) for n, _ in passes)
+    for name, description in passes:
+        print(f"{name:<{width}}  {description}")
+    return EXIT_OK
+
+
+def _destination(output: str, path: str, inputs: list[str]) -> Path:
+    """Where the result of `path` goes: OUT itself for one file given as a file, else
+    OUT/<path relative to the folder given>."""
+    out = Path(output)
+    if len(inputs) == 1 and Path(inputs[0]).is_file():
+        return out / Path(path).name if out.is_dir() else out
+    for given in inputs:
+        root = Path(given)
+        if root.is_dir() and Path(path).is_relative_to(root):
+            return out / Path(path).relative_to(root)
+    return out / Path(path).name
+
+
+def _report_text(result: FileTransform) -> None:
+    for k in result.kernels:
+        s = k.static
+        shape = (f"{s['instructions_before']} -> {s['instructions_after']} instructions, "
+                 f"{s['blocks_before']} -> {s['blocks_after']} blocks")
+        if k.status == "differs":
+            line = f"differs: {k.difference}"
+        elif k.status == "verified":
+            line = f"verified ({k.runs} runs; {shape})"
+        elif k.status == "not-executed":
+            line = f"not-executed: {k.reason}"
+        else:
+            line = f"unverified ({shape})"
+        print(f"{result.path}: kernel {k.name}: {line}")
+        for violation in k.oracle_violations[:5]:
+            print(f"{result.path}: kernel {k.name}: claim violated on the result: {violation}")
+
+
+def cmd_transform(args: argparse.Namespace) -> int:
+    """Transform files with a pass pipeline; print, write and verify the results."""
+    if args.list:
+        return _list(args.format)
+    if not args.passes:
+        raise CommandError("gpudiv transform: error: --pass is required (see --list)")
+    if not args.files:
+        raise CommandError("gpudiv transform: error: no input file")
+    inputs = collect_inputs(args.files)
+    results: list[FileTransform] = []
+    failed = False
+    for path in inputs:
+        try:
+            result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
+                               seed=args.seed)
+        except (TransformError, LoadError) as error:
+            print(str(error), file=sys.stderr)
+            failed = True
+            continue
+        for d in result.diagnostics:
+            print(str(d), file=sys.stderr)
+        results.append(result)
+        if args.output:
+            target = _destination(args.output, path, args.files)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(result.text)
+        elif not args.verify and args.format == "text":
+            sys.stdout.write(result.text)
+    if args.format == "json":
+        json.dump({"passes": [p.strip() for p in args.passes.split(",") if p.strip()],
+                   "files": [r.to_json() for r in results]}, sys.stdout, indent=2)
+        print()
+    elif args.verify or args.output:
+        for result in results:
+            _report_text(result)
+    if failed:
+        return EXIT_ERROR
+    return EXIT_DIFFERS if any(r.failed for r in results) else EXIT_OK

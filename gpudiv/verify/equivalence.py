@@ -1,0 +1,172 @@
+"""Proof by running: a kernel and its rewrite run on the same synthesized launches and
+must leave the same memory, bit for bit.
+
+Launches are those of `gpudiv check` for the original kernel (μ-SIMD: several block
+sizes and warp widths with random parameters and shared memory; PTX: several grid and
+block shapes with generous buffers and random scalars), so both programs see identical
+inputs. Compared after each launch: μ-SIMD shared memory and every thread's local
+memory; PTX every buffer argument. A launch that stops with an error in both programs
+proves nothing and is skipped; one that stops in only one of them is a difference.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpudiv import ir
+from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
+from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.oracle import ptx_launches, random_launches
+
+VERIFIED, DIFFERS, NOT_EXECUTED = "verified", "differs", "not-executed"
+
+
+@dataclass
+class Difference:
+    """The first place where two runs disagree."""
+
+    launch: str
+    memory: str
+    index: int | None
+    before: object
+    after: object
+
+    def __str__(self) -> str:
+        where = self.memory if self.index is None else f"{self.memory}[{self.index}]"
+        return f"{where}: {self.before} before, {self.after} after ({self.launch})"
+
+    def to_json(self) -> dict[str, object]:
+        """The difference as plain JSON values."""
+        return {"launch": self.launch, "buffer": self.memory, "index": self.index,
+                "before": _plain(self.before), "after": _plain(self.after)}
+
+
+@dataclass
+class Equivalence:
+    """The outcome for one kernel: status, launches compared, first difference and the
+    dynamic counts of both programs over the compared launches."""
+
+    name: str
+    status: str = NOT_EXECUTED
+    runs: int = 0
+    difference: Difference | None = None
+    reason: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def dynamic(self) -> dict[str, float | int]:
+        """Warp instructions and SIMD efficiency before and after."""
+        c = {k: self.counts.get(k, 0) for k in ("warp_before", "warp_after", "lane_before",
+                                               "lane_after", "slots_before", "slots_after")}
+        return {
+            "warp_instructions_before": c["warp_before"],
+            "warp_instructions_after": c["warp_after"],
+            "simd_efficiency_before": c["lane_before"] / c["slots_before"]
+            if c["slots_before"] else 0.0,
+            "simd_efficiency_after": c["lane_after"] / c["slots_after"]
+            if c["slots_after"] else 0.0,
+        }
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _describe(launch: object) -> str:
+    if isinstance(launch, LaunchConfig):
+        return (f"threads={launch.threads}, warp={launch.warp_width}, "
+                f"params={dict(launch.params)}")
+    grid, block = getattr(launch, "grid", None), getattr(launch, "block", None)
+    return f"grid={grid}, block={block}"
+
+
+def _memories(language: str, result) -> dict[str, object]:
+    """Name → contents of everything a run leaves in memory."""
+    if language == "ptx":
+        return dict(result.buffers)
+    memories: dict[str, object] = {"shared": dict(result.shared)}
+    for thread, local in enumerate(result.local):
+        memories[f"local[t{thread}]"] = dict(local)
+    return memories
+
+
+def _first_difference(before: dict[str, object], after: dict[str, object],
+                      launch: str) -> Difference | None:
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            left, right = a.view(np.uint8), b.view(np.uint8)
+            if left.shape != right.shape:
+                return Difference(launch, name, None, f"{a.nbytes} bytes", f"{b.nbytes} bytes")
+            where = np.flatnonzero(left != right)
+            if where.size:
+                element = int(where[0]) // a.itemsize
+                return Difference(launch, name, element, a.reshape(-1)[element],
+                                  b.reshape(-1)[element])
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                if a.get(key, 0) != b.get(key, 0):
+                    return Difference(launch, name, key, a.get(key, 0), b.get(key, 0))
+            continue
+        if a != b:
+            return Difference(launch, name, None, a, b)
+    return None
+
+
+def _run(language: str, kernel: ir.Kernel, launch: object):
+    runner = run_ptx_kernel if language == "ptx" else run_kernel
+    return runner(kernel, copy.deepcopy(launch))
+
+
+def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
+    """The launches `gpudiv check` uses for the kernel."""
+    if language == "ptx":
+        return ptx_launches(kernel, seed)
+    return random_launches(kernel, seed)
+
+
+def compare_kernels(before: ir.Kernel, after: ir.Kernel, language: str,
+                    seed: int = 0) -> Equivalence:
+    """Run both kernels on the same launches and compare their memory."""
+    report = Equivalence(before.name)
+    failures: list[str] = []
+    for launch in launches_for(language, before, seed):
+        shown = _describe(launch)
+        outcomes = []
+        for kernel in (before, after):
+            try:
+                outcomes.append(_run(language, kernel, launch))
+            except ExecutionError as error:
+                outcomes.append(error)
+        old, new = outcomes
+        if isinstance(old, ExecutionError) and isinstance(new, ExecutionError):
+            failures.append(str(old))
+            continue
+        if isinstance(old, ExecutionError) or isinstance(new, ExecutionError):
+            report.status = DIFFERS
+            report.difference = Difference(
+                shown, "outcome", None, old.message if isinstance(old, ExecutionError) else
+                "finished", new.message if isinstance(new, ExecutionError) else "finished")
+            return report
+        report.runs += 1
+        for side, result in (("before", old), ("after", new)):
+            counters = result.counters
+            for key, value in (("warp", counters.warp_instructions),
+                               ("lane", counters.lane_instructions),
+                               ("slots", counters.warp_instructions * counters.warp_width)):
+                report.counts[f"{key}_{side}"] = report.counts.get(f"{key}_{side}", 0) + value
+        difference = _first_difference(_memories(language, old), _memories(language, new),
+                                       shown)
+        if difference is not None:
+            report.status, report.difference = DIFFERS, difference
+            return report
+    if report.runs:
+        report.status = VERIFIED
+    else:
+        report.reason = failures[0] if failures else "no launch"
+    return report

@@ -1,0 +1,146 @@
+"""`transform`: run a pass pipeline over a file, print the result and, when asked, prove
+it on the interpreter (the Python API behind `gpudiv transform`).
+
+With `verify`, the program that is compared with the original is the printed result read
+back (what `-o` writes), so a run also checks the printer and the parser. After the
+memory comparison the analysis oracle checks the claims of the analysis on the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpudiv import ir
+from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
+from gpudiv.analyses.results import KernelResult
+from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.irverify import verify_kernel
+from gpudiv.load import load, parse_text
+from gpudiv.oracle import check_kernel, ptx_launches, random_launches
+from gpudiv.printers import PrintError, print_program
+from gpudiv.transforms import Pass, PassError, Pipeline
+from gpudiv.verify.equivalence import DIFFERS, NOT_EXECUTED, VERIFIED, compare_kernels
+
+UNVERIFIED = "unverified"
+
+
+class TransformError(Exception):
+    """A pipeline that cannot run on a file, as one `FILE:LINE:COL: error: …` line."""
+
+
+@dataclass
+class KernelTransform:
+    """What happened to one kernel."""
+
+    name: str
+    status: str = UNVERIFIED
+    runs: int = 0
+    difference: str | None = None
+    difference_detail: dict | None = None
+    reason: str = ""
+    static: dict[str, int] = field(default_factory=dict)
+    dynamic: dict[str, float | int] = field(default_factory=dict)
+    oracle_violations: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object of `gpudiv transform --format json`."""
+        return {"name": self.name, "status": self.status, "runs": self.runs,
+                "difference": self.difference_detail, "reason": self.reason,
+                "static": self.static, "dynamic": self.dynamic,
+                "oracle_violations": self.oracle_violations}
+
+
+@dataclass
+class FileTransform:
+    """The transformed program of one file, its text and the per-kernel outcomes."""
+
+    path: str
+    language: str
+    program: ir.Program
+    text: str
+    kernels: list[KernelTransform]
+    diagnostics: list[ir.Diagnostic] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether a kernel differs or violates a claim."""
+        return any(k.status == DIFFERS or k.oracle_violations for k in self.kernels)
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object of one file."""
+        return {"path": self.path, "kernels": [k.to_json() for k in self.kernels]}
+
+
+def _static(before: ir.Kernel, after: ir.Kernel) -> dict[str, int]:
+    return {"instructions_before": before.instruction_count,
+            "instructions_after": after.instruction_count,
+            "blocks_before": len(before.blocks), "blocks_after": len(after.blocks)}
+
+
+def _well_formed_hook(one: Pass, program: ir.Program) -> None:
+    """After each pass: every kernel is well formed (else the pass is at fault)."""
+    for kernel in program.kernels:
+        problems = verify_kernel(kernel)
+        if problems:
+            raise PassError(f"pass {one.name} left an ill-formed kernel: {problems[0]}")
+
+
+def _oracle(program: ir.Program, kernel: ir.Kernel, seed: int,
+            analysis: str) -> list[str]:
+    """Claims of `analysis` on the kernel violated on the interpreter (as text)."""
+    (result,) = get_analysis(analysis).run([kernel])
+    if not isinstance(result, KernelResult):
+        return [f"analysis failed: {result}"]
+    if program.language == "ptx":
+        report = check_kernel(result, ptx_launches(kernel, seed), run=run_ptx_kernel)
+    else:
+        report = check_kernel(result, random_launches(kernel, seed))
+    return [str(v) for v in report.violations]
+
+
+def transform(source: str | Path | ir.Program, passes: str | list[Pass],
+              kernel: str | None = None, verify: bool = False, seed: int = 0,
+              analysis: str = DEFAULT_ANALYSIS) -> FileTransform:
+    """Run the passes (`"p1,p2"` or Pass objects) over a file's kernels (only `kernel`
+    when given) and print the result; with `verify`, compare runs and re-check claims."""
+    program = source if isinstance(source, ir.Program) else load(source)
+    where = f"{program.path}:1:1: error:"
+    if program.errors:
+        raise TransformError(str(program.errors[0]))
+    if kernel is not None and kernel not in [k.name for k in program.kernels]:
+        raise TransformError(f"{where} no kernel '{kernel}'")
+    try:
+        pipeline = (Pipeline.parse(passes, _well_formed_hook) if isinstance(passes, str)
+                    else Pipeline(list(passes), _well_formed_hook))
+        pipeline.kernels = {kernel} if kernel else None
+        result = pipeline.run(program)
+        text = print_program(result)
+    except (PassError, PrintError) as error:
+        raise TransformError(f"{where} {error}") from None
+    outcome = FileTransform(program.path, program.language, result, text, [],
+                            list(program.diagnostics))
+    reread = parse_text(text, program.path, program.language) if verify else None
+    if reread is not None and reread.errors:
+        raise TransformError(f"{where} the printed result does not parse: {reread.errors[0]}")
+    for index, (old, new) in enumerate(zip(program.kernels, result.kernels, strict=True)):
+        if kernel is not None and old.name != kernel:
+            continue
+        report = KernelTransform(old.name, static=_static(old, new))
+        outcome.kernels.append(report)
+        if reread is None:
+            continue
+        printed = reread.kernels[index]
+        equal = compare_kernels(old, printed, program.language, seed + index)
+        report.status, report.runs, report.reason = equal.status, equal.runs, equal.reason
+        report.dynamic = equal.dynamic()
+        if equal.difference is not None:
+            report.difference = str(equal.difference)
+            report.difference_detail = equal.difference.to_json()
+        if equal.status == VERIFIED:
+            report.oracle_violations = _oracle(reread, printed, seed + index, analysis)
+    return outcome
+
+
+__all__ = ["DIFFERS", "NOT_EXECUTED", "UNVERIFIED", "VERIFIED", "FileTransform",
+           "KernelTransform", "TransformError", "transform"]

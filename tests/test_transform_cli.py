@@ -1,0 +1,135 @@
+"""`gpudiv transform`: listing, printing, -o, --verify (text and JSON), exit statuses."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpudiv.cfg import build_cfg
+from gpudiv.cli import main
+from gpudiv.load import load
+from gpudiv.transforms import PASSES
+from tests.transforms.test_passes import SwapBranchTargets
+
+ROOT = Path(__file__).resolve().parents[1] / "samples"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_names_every_pass_with_a_description(capsys):
+    code, out, _ = run(capsys, "transform", "--list")
+    assert code == 0
+    lines = out.splitlines()
+    assert any(line.startswith("identity ") for line in lines)
+    assert any(line.startswith("dedicated-exits ") for line in lines)
+
+
+def test_identity_prints_a_program_that_reads_back(capsys):
+    code, out, _ = run(capsys, "transform", str(ROOT / "musimd/sumTriangle.musimd"),
+                       "--pass", "identity")
+    assert code == 0 and out.startswith("kernel sumTriangle(c, m, v)")
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_identity_output_is_accepted_by_ptxas(capsys, tmp_path):
+    out_file = tmp_path / "out.ptx"
+    code, _, _ = run(capsys, "transform", str(ROOT / "cuda/matmul_tiled.O3.ptx"),
+                     "--pass", "identity", "-o", str(out_file))
+    assert code == 0
+    done = subprocess.run(["ptxas", "-arch=sm_80", str(out_file), "-o", "/dev/null"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_rewritten_ptx_is_accepted_by_ptxas(capsys, tmp_path):
+    out_file = tmp_path / "out.ptx"
+    code, _, _ = run(capsys, "transform", str(ROOT / "cuda/sorting.O3.ptx"), "--pass",
+                     "dedicated-exits,split-critical-edges", "-o", str(out_file))
+    assert code == 0
+    again = load(out_file)
+    assert again.errors == []
+    assert all(build_cfg(k).synthetic == {} for k in again.kernels), "exit blocks printed"
+    done = subprocess.run(["ptxas", "-arch=sm_80", str(out_file), "-o", "/dev/null"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_verify_json_reports_every_kernel(capsys):
+    code, out, _ = run(capsys, "transform", str(ROOT / "musimd/slides_affine.musimd"),
+                       "--pass", "identity,dedicated-exits", "--verify", "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["passes"] == ["identity", "dedicated-exits"]
+    (file,) = report["files"]
+    assert [k["status"] for k in file["kernels"]] == ["verified"] * 4
+    kernel = file["kernels"][0]
+    assert set(kernel["static"]) == {"instructions_before", "instructions_after",
+                                     "blocks_before", "blocks_after"}
+    assert set(kernel["dynamic"]) == {"warp_instructions_before", "warp_instructions_after",
+                                      "simd_efficiency_before", "simd_efficiency_after"}
+    assert kernel["runs"] > 0 and kernel["difference"] is None
+
+
+def test_verify_ptx_kernel(capsys):
+    code, out, _ = run(capsys, "transform", str(ROOT / "cuda/scan.O3.ptx"), "--pass",
+                       "dedicated-exits", "--kernel", "scan_blelloch", "--verify")
+    assert code == 0
+    assert out.strip().endswith("blocks)") and "kernel scan_blelloch: verified" in out
+
+
+def test_a_miscompiling_pass_differs_with_exit_status_1(capsys):
+    PASSES[SwapBranchTargets.name] = SwapBranchTargets
+    try:
+        code, out, _ = run(capsys, "transform", str(ROOT / "musimd/sumTriangle.musimd"),
+                           "--pass", SwapBranchTargets.name, "--verify")
+    finally:
+        del PASSES[SwapBranchTargets.name]
+    assert code == 1
+    assert "kernel sumTriangle: differs: " in out and "before" in out and "after" in out
+
+
+def test_folder_output_mirrors_the_inputs(capsys, tmp_path):
+    code, out, _ = run(capsys, "transform", str(ROOT / "musimd"), "--pass", "canonicalize",
+                       "-o", str(tmp_path / "out"))
+    assert code == 0
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert written == sorted(p.name for p in (ROOT / "musimd").glob("*.musimd"))
+    assert "unverified" in out
+
+
+def test_unknown_pass_is_one_error_line_and_status_2(capsys):
+    path = str(ROOT / "musimd/gather.musimd")
+    code, _, err = run(capsys, "transform", path, "--pass", "identity,nope")
+    assert code == 2
+    assert err.strip().startswith(f"{path}:1:1: error: unknown pass 'nope' (known: ")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_unreadable_file_and_missing_pass_are_errors(capsys, tmp_path):
+    code, _, err = run(capsys, "transform", str(tmp_path / "none.ptx"), "--pass", "identity")
+    assert code == 2 and "error: no such file" in err
+    code, _, err = run(capsys, "transform", str(ROOT / "musimd/gather.musimd"))
+    assert code == 2 and "--pass is required" in err
+
+
+SAMPLES = sorted([*ROOT.glob("musimd/*.musimd"), *ROOT.glob("cuda/*.ptx"),
+                  *ROOT.glob("ptx/*.ptx"), *ROOT.glob("ptx_legacy/*.ptx")])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_identity_verifies_every_sample_kernel(path):
+    from gpudiv.verify.transform_check import transform
+
+    result = transform(path, "identity", verify=True)
+    assert result.kernels
+    for kernel in result.kernels:
+        assert kernel.status == "verified", (kernel.name, kernel.difference, kernel.reason)
+        assert kernel.oracle_violations == []
