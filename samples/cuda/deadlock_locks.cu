@@ -57,10 +57,10 @@ extern "C" __global__ void safe_lock_fig3(int *out)
 // expect: wait loop may deadlock; safe reconvergence point after the outer loop
 extern "C" __global__ void ready_flags(int *out)
 {
-    __shared__ volatile int ready[1025];
-    for (int i = threadIdx.x; i <= 1024; i += blockDim.x) ready[i] = (i == 0);
+    __shared__ volatile int ready[129];
+    for (int i = threadIdx.x; i <= 128; i += blockDim.x) ready[i] = (i == 0);
     __syncthreads();
-    for (int k = threadIdx.x; k < 1024; k += blockDim.x) {
+    for (int k = threadIdx.x; k < 128; k += blockDim.x) {
         while (ready[k] == 0) {
         }
         out[k] = k;
