@@ -8,8 +8,10 @@ from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
+from gpudiv.analyses import deadlock as deadlock_analysis
+from gpudiv.analyses.deadlock import KernelDeadlocks, kernel_deadlocks, pragma_kernels
 from gpudiv.analyses.results import KernelResult
-from gpudiv.findings import Finding, file_findings
+from gpudiv.findings import Finding, deadlock_findings, file_findings
 from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel, time_slots
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_growing, run_ptx_kernel
 from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError
@@ -106,6 +108,71 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
                 "warning", f"kernel {kernel.name}: {warning}", program.path, loc.line,
                 loc.column))
         result.kernels.append(kernel_result)
+    return result
+
+
+@dataclass
+class FileDeadlocks:
+    """The SIMT-deadlock report of every kernel of one file (`gpudiv deadlock`)."""
+
+    path: str
+    language: str
+    kernels: list[KernelDeadlocks]
+    diagnostics: list[ir.Diagnostic] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[ir.Diagnostic]:
+        """Diagnostics of severity error."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def kernel(self, name: str) -> KernelDeadlocks:
+        """The report of one kernel."""
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+    def findings(self) -> list[Finding]:
+        """Loops that may deadlock and divergent barriers, per kernel in file order."""
+        return [f for k in self.kernels for f in deadlock_findings(self.path, k)]
+
+    def as_dict(self) -> dict:
+        """JSON form: the file and its kernels' reports."""
+        return {"file": self.path, "language": self.language,
+                "kernels": [k.as_dict() for k in self.kernels]}
+
+
+def _pragmas(program: ir.Program) -> tuple[set[str], bool]:
+    """The kernels a file's `gpudiv: warp-synchronous` comments opt out (see
+    `gpudiv.analyses.deadlock.PRAGMA`)."""
+    try:
+        text = Path(program.path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set(), False
+    return pragma_kernels(text)
+
+
+def deadlock(source: str | Path | ir.Program, assume_safe: tuple[str, ...] = ()
+             ) -> FileDeadlocks:
+    """Look for SIMT-induced deadlocks in every kernel of a file (path) or parsed program.
+
+    Kernels named in `assume_safe`, or by a `gpudiv: warp-synchronous` comment of the file,
+    are reported with `assumed_safe` and give no findings."""
+    program = _program(source)
+    named, everything = _pragmas(program)
+    trusted = set(assume_safe) | named
+    result = FileDeadlocks(program.path, program.language, [], list(program.diagnostics))
+    driver = deadlock_analysis.analysis()
+    for kernel, kernel_result in zip(program.kernels, driver.run(program.kernels),
+                                     strict=True):
+        if isinstance(kernel_result, RuleError):
+            result.diagnostics.append(ir.Diagnostic(
+                "error", f"kernel {kernel.name}: {kernel_result}", program.path,
+                kernel.loc.line, kernel.loc.column))
+            continue
+        kernel_result.timing_ms["parse"] = program.parse_ms.get(kernel.name, 0.0)
+        result.kernels.append(kernel_deadlocks(kernel_result,
+                                               everything or kernel.name in trusted))
     return result
 
 

@@ -1,9 +1,10 @@
 """Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
-random, transform, structure.
+random, transform, structure, deadlock.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`, `explain` in
 `gpudiv.explain`, `compare` in `gpudiv.compare`, `random` in `gpudiv.generate`,
-`transform` in `gpudiv.transform_cli`, `structure` in `gpudiv.structure_cli`.)
+`transform` in `gpudiv.transform_cli`, `structure` in `gpudiv.structure_cli`, `deadlock`
+in `gpudiv.deadlock_command`.)
 
 Every failure the user can cause ends in one `FILE:LINE:COL: error: message` line (or a
 runtime message naming kernel, line and lanes) and exit status 2; never a traceback.
@@ -31,6 +32,7 @@ from gpudiv.commands import (
 from gpudiv.commands import register as register_report_commands
 from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
+from gpudiv.deadlock_command import register as register_deadlock
 from gpudiv.explain import register as register_explain
 from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import (
@@ -280,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_random(sub)
     register_transform(sub)
     register_structure(sub)
+    register_deadlock(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter",
                          description="Run one μ-SIMD or PTX kernel on the reference "

@@ -7,6 +7,7 @@ integers that do not fit clingo's 32-bit integers are never emitted as numbers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 from gpudiv import ir
@@ -28,7 +29,18 @@ RELATIONS: dict[str, int] = {
     "assign_op": 2, "op_bits": 2, "zero_extend": 2, "arg": 3, "arg_const": 3, "arg_big": 2,
     "phi_arg": 3, "back_edge": 2,
     "thread_id": 1, "lane_index": 1, "warp_index": 1,
+    "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
+    "mem_def": 2, "store_value": 2, "barrier": 1, "hidden_operands": 1,
+    "branch_when": 3, "cmp_kind": 2, "pred_not": 2,
 }
+
+# PTX integer comparison names (unsigned ones by their ordering) → cmp_kind/2.
+PTX_COMPARISONS = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "eq": "eq", "ne": "ne",
+                   "lo": "lt", "ls": "le", "hi": "gt", "hs": "ge"}
+
+# Memory spaces of mem_read/mem_write: every space an instruction can read or write; the
+# deadlock rules treat global, shared and generic ones as memory other threads can see.
+MEMORY_KINDS = (ir.LOAD, ir.STORE, ir.ATOMIC)
 
 # Special registers that are the thread index itself (affine: 1·tid + 0).
 THREAD_ID_NAMES = ("tid", "%tid.x")
@@ -118,6 +130,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
         add(f"branch({q(br.block)},{br.instruction})")
         if br.condition is not None:
             add(f"branch_cond({q(br.block)},{q(br.condition)})")
+        term = instrs[br.instruction]
+        if term.target is not None and term.operator in ("bz", "bnz"):
+            add(f"branch_when({q(br.block)},{q(term.target)},{int(term.operator == 'bnz')})")
         if instrs[br.instruction].attrs.get("uniform_hint"):
             add(f"uniform_hint({q(br.block)})")
     for name in sorted(invariant_values(ssa)):
@@ -163,6 +178,13 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
             continue
         if instr.kind == ir.ASSIGN:
             _assign_facts(ssa, instrs, var.instruction, name, add, q)
+            if instr.implicit:
+                add(f"hidden_operands({name})")
+            kind = comparison_kind(instr)
+            if kind is not None:
+                add(f"cmp_kind({name},{quote(kind)})")
+            if instr.operator == "not.pred" and var.operands:
+                add(f"pred_not({name},{q(var.operands[0])})")
         if instr.kind == ir.ASSIGN and instr.operator == "copy":
             arg = instr.args[0]
             if isinstance(arg, ir.Const) and fits(arg.value):
@@ -180,7 +202,108 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     for n, instr in instrs.items():
         if instr.kind == ir.STORE and ssa.instruction_block.get(n):
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
+    _memory_facts(ssa, instrs, add, q)
     return out
+
+
+_INTEGER_TYPES = frozenset(f"{k}{w}" for k in "sub" for w in (8, 16, 32, 64))
+
+
+def comparison_kind(instr: ir.Instruction) -> str | None:
+    """The comparison of a PTX integer `setp` of two operands with one destination and no
+    boolean combination (`setp.lo.u32` → "lt"), None for anything else (μ-SIMD
+    comparisons have their own `assign_op/2` names)."""
+    parts = str(instr.operator).split(".")
+    if (parts[0] != "setp" or len(parts) != 3 or len(instr.args) != 2 or "|" in instr.text
+            or parts[2] not in _INTEGER_TYPES):
+        return None
+    return PTX_COMPARISONS.get(parts[1])
+
+
+def instruction_id(n: int) -> str:
+    """The name of the instruction with id `n` in the memory facts (`"i17"`, before its
+    namespace)."""
+    return f"i{n}"
+
+
+def _memory_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], add, q) -> None:
+    """`instr_at/3`, `mem_read/3`, `mem_write/3`, `mem_disp/2`, `mem_size/2`, `mem_def/2`,
+    `store_value/2` and `barrier/1`: where memory instructions and barriers are and what
+    they touch (read by rules/deadlock.lp)."""
+    for block in ssa.cfg.kernel.blocks:
+        for position, instr in enumerate(block.instructions):
+            n = instr.id
+            if (n not in ssa.instruction_block
+                    or (instr.kind not in MEMORY_KINDS and instr.kind != ir.BARRIER)):
+                continue
+            _memory_instruction_facts(ssa, instrs, n, ssa.instruction_block[n], position,
+                                      add, q)
+
+
+def _memory_instruction_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], n: int,
+                              block: str, position: int, add, q) -> None:
+    """The memory facts of the instruction with id `n`, instruction `position` of `block`."""
+    instr = instrs[n]
+    name = q(instruction_id(n))
+    add(f"instr_at({name},{q(block)},{position})")
+    if instr.kind == ir.BARRIER:
+        add(f"barrier({name})")
+        return
+    address = _address_atom(ssa, instrs, n, q)
+    space = quote(instr.space or "generic")
+    if instr.kind in (ir.LOAD, ir.ATOMIC):
+        add(f"mem_read({name},{space},{address})")
+    if instr.kind in (ir.STORE, ir.ATOMIC):
+        add(f"mem_write({name},{space},{address})")
+    disp = instr.attrs.get("disp", 0)
+    if isinstance(disp, int) and fits(disp):
+        add(f"mem_disp({name},{disp})")
+    size = access_size(instr)
+    if size is not None:
+        add(f"mem_size({name},{size})")
+    defined = ssa.defs.get(n) if instr.dest is not None and instr.kind != ir.STORE else None
+    if defined:
+        add(f"mem_def({name},{q(defined)})")
+    if instr.kind == ir.STORE:
+        values = ssa.uses[n][1:len(instr.args)]
+        for used in dict.fromkeys(u for u in values if u is not None):
+            add(f"store_value({name},{q(used)})")
+
+
+def _address_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], n: int, q) -> str:
+    """The base of a memory access: `"@sym"` for a PTX variable (`[sym+4]`), else the
+    address operand as in `load/3`."""
+    symbol = instrs[n].attrs.get("symbol")
+    if isinstance(symbol, str):
+        return q("@" + symbol)
+    if not instrs[n].args:
+        return "0"
+    return _operand_atom(ssa, instrs, n, 0, q)
+
+
+_TYPE_BITS = re.compile(r"^[busf](8|16|32|64|128)$")
+
+
+def access_size(instr: ir.Instruction) -> int | None:
+    """How many address units a memory access covers: 1 cell in μ-SIMD; for PTX, bytes
+    from the opcode (`ld.global.v4.f32` → 16), None when the opcode does not say."""
+    opcode = instr.attrs.get("opcode")
+    if opcode is None and "disp" not in instr.attrs:  # μ-SIMD: one cell per address
+        return 1
+    if not isinstance(opcode, str):
+        return None
+    parts = opcode.split(".")
+    lanes = 1
+    bits = None
+    for part in parts[1:]:
+        if part in ("v2", "v4", "v8"):
+            lanes = int(part[1:])
+        match = _TYPE_BITS.match(part)
+        if match:
+            bits = int(match[1])
+    if bits is None:
+        return None
+    return max(1, bits // 8) * lanes
 
 
 def back_edges(cfg: ControlFlowGraph) -> list[tuple[str, str]]:

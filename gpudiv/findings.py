@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from gpudiv.analyses.deadlock import KernelDeadlocks, Place
 from gpudiv.analyses.results import KernelResult
 
 
@@ -79,12 +80,50 @@ class BraUniDivergent(FindingKind):
                       "may diverge")
 
 
+class SimtDeadlock(FindingKind):
+    """A loop that may hang under stack-based reconvergence (MICRO 2016, Algorithm 1)."""
+
+    id = "gpudiv-simt-deadlock"
+    name = "SimtInducedDeadlock"
+    short_description = "Loop that may never end under SIMT reconvergence"
+    full_description = (
+        "The loop's exit depends on memory that other threads write, and a write that "
+        "could release the waiting lanes is only reached by lanes of the same warp that "
+        "wait at a reconvergence point (after the loop, or on the other side of a "
+        "divergent branch) until the looping lanes leave: the warp may spin forever "
+        "although every thread would finish on a MIMD machine (ElTantawy & Aamodt, "
+        "MICRO 2016).")
+    help = (
+        "Move the release into the loop body (acquire and release in the same iteration, "
+        "Fig. 3 of the paper), or let the loop's lanes reconverge at the safe point the "
+        "message names. Code that relies on lockstep execution can be opted out with a "
+        "`gpudiv: warp-synchronous KERNEL` comment or `--assume-safe KERNEL`.")
+    message_format = "loop at {header} in kernel {kernel} may deadlock under SIMT execution"
+
+
+class DivergentBarrierFinding(FindingKind):
+    """A block-wide barrier that only some lanes of a warp may reach."""
+
+    id = "gpudiv-divergent-barrier"
+    name = "DivergentBarrier"
+    short_description = "Barrier inside code that may run with a split warp"
+    full_description = (
+        "The barrier lies between a branch that may diverge and the point where the "
+        "branch's lanes meet again, so only some lanes of a warp may arrive at it: "
+        "undefined behaviour in CUDA, a hang on hardware that counts barrier arrivals "
+        "per thread.")
+    help = "Move the barrier out of the divergent region, where every lane reaches it."
+    message_format = "barrier in kernel {kernel} may be reached by only some lanes of a warp"
+
+
+# What `analyze` reports; what `deadlock` reports.
 KINDS: tuple[type[FindingKind], ...] = (DivergentBranch, BraUniDivergent)
+DEADLOCK_KINDS: tuple[type[FindingKind], ...] = (SimtDeadlock, DivergentBarrierFinding)
 
 
 def kind_by_id(rule_id: str) -> type[FindingKind]:
     """The finding kind with this rule id."""
-    for kind in KINDS:
+    for kind in KINDS + DEADLOCK_KINDS:
         if kind.id == rule_id:
             return kind
     raise KeyError(rule_id)
@@ -295,6 +334,45 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
             (("condition", condition), ("kernel", result.name), ("explanation", why)),
             _fingerprint(kind.id, result.name, subject, seen)))
     return findings
+
+
+def _place_locations(path: str, place: Place) -> tuple[SourceLocation, SourceLocation | None]:
+    """The analysed-file and CUDA locations of a deadlock report's place."""
+    return (SourceLocation(path, place.line or 1, place.column),
+            _origin(place.origin, path) if place.origin else None)
+
+
+def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
+    """The findings of one kernel's deadlock report: each loop that may deadlock (at its
+    exit branch) and each divergent barrier; none for a kernel assumed safe."""
+    if report.assumed_safe:
+        return []
+    findings = []
+    seen: dict[str, int] = {}
+    for loop in report.detections:
+        place = loop.exit_branches[0] if loop.exit_branches else Place(loop.header, loop.line)
+        where, origin = _place_locations(path, place)
+        reads = ", ".join(f"'{r.text}' ({r.block})" for r in loop.shared_reads)
+        writes = ", ".join(f"'{w.place.text}' ({w.place.block}, {w.path})"
+                           for w in loop.releasing_writes)
+        safe = loop.safe_reconvergence
+        point = "end of kernel" if safe is None or safe.line is None else \
+            f"{safe.block}, line {safe.line}"
+        why = (f"the exit depends on {reads}; {writes} may release it; safe "
+               f"reconvergence point: {point}")
+        findings.append(Finding(
+            SimtDeadlock, report.name, place.block, where, origin,
+            (("header", loop.header), ("kernel", report.name), ("explanation", why)),
+            _fingerprint(SimtDeadlock.id, report.name, loop.header, seen)))
+    for barrier in report.barriers:
+        where, origin = _place_locations(path, barrier.barrier)
+        why = f"inside the region of the branch at {barrier.branch.block}, which may diverge"
+        findings.append(Finding(
+            DivergentBarrierFinding, report.name, barrier.barrier.block, where, origin,
+            (("kernel", report.name), ("explanation", why)),
+            _fingerprint(DivergentBarrierFinding.id, report.name, barrier.barrier.block,
+                         seen)))
+    return sorted(findings, key=lambda f: (f.input_location.line, f.rule_id))
 
 
 def file_findings(path: str, kernels: list[KernelResult]) -> list[Finding]:

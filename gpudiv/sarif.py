@@ -42,7 +42,7 @@ def _physical(location: SourceLocation, root: Path) -> dict:
         "region": {"startLine": location.line, "startColumn": location.column}}}
 
 
-def rules_metadata() -> list[dict]:
+def rules_metadata(kinds: tuple = KINDS) -> list[dict]:
     """`tool.driver.rules`: one reportingDescriptor per finding kind."""
     return [{"id": kind.id, "name": kind.name,
              "shortDescription": {"text": kind.short_description},
@@ -50,15 +50,15 @@ def rules_metadata() -> list[dict]:
              "help": {"text": kind.help},
              "defaultConfiguration": {"level": kind.level},
              "properties": {"tags": ["gpu", "divergence", "performance"]}}
-            for kind in KINDS]
+            for kind in kinds]
 
 
-def result(finding: Finding, root: Path) -> dict:
+def result(finding: Finding, root: Path, kinds: tuple = KINDS) -> dict:
     """One SARIF result."""
     location = _physical(finding.location, root)
     location["logicalLocations"] = [{"name": finding.kernel, "kind": "function"}]
     entry = {"ruleId": finding.rule_id,
-             "ruleIndex": [k.id for k in KINDS].index(finding.rule_id),
+             "ruleIndex": [k.id for k in kinds].index(finding.rule_id),
              "level": finding.level,
              "message": {"text": finding.message},
              "locations": [location],
@@ -73,10 +73,12 @@ def result(finding: Finding, root: Path) -> dict:
 
 
 def sarif_log(files: list[FileAnalysis], failures: list[tuple[str, str]] | None = None,
-              root: str | Path | None = None) -> dict:
-    """The SARIF log of an analysis run; `failures` are (path, reason) of unread files."""
+              root: str | Path | None = None, kinds: tuple = KINDS) -> dict:
+    """The SARIF log of an analysis run; `failures` are (path, reason) of unread files.
+    `files` need `findings()`, `diagnostics` and `errors` (`gpudiv deadlock` passes its
+    own reports and `DEADLOCK_KINDS`)."""
     base = Path(os.path.abspath(root or os.getcwd()))
-    results = [result(f, base) for analysed in files for f in analysed.findings()]
+    results = [result(f, base, kinds) for analysed in files for f in analysed.findings()]
     notifications = []
     for analysed in files:
         for d in analysed.diagnostics:
@@ -95,7 +97,7 @@ def sarif_log(files: list[FileAnalysis], failures: list[tuple[str, str]] | None 
         "runs": [{
             "tool": {"driver": {"name": "gpudiv", "version": __version__,
                                 "semanticVersion": __version__,
-                                "rules": rules_metadata()}},
+                                "rules": rules_metadata(kinds)}},
             "originalUriBaseIds": {SRCROOT: {"uri": base.as_uri().rstrip("/") + "/"}},
             "invocations": [{"executionSuccessful": not failed,
                              "toolExecutionNotifications": notifications}],

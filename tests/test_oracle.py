@@ -51,8 +51,14 @@ def test_theorem_1_unstructured_programs(seed, statements):
     assert violations_of(program, seed) == [], program
 
 
+# The SIMT-deadlock samples spin on memory the random launches fill at random (lock cells
+# that are never free, flags that are never set), so most runs exhaust the step budget;
+# tests/analyses/test_deadlock.py runs and checks them with chosen memory.
+DEADLOCK_SAMPLES = "deadlock_*.musimd"
+
+
 def test_every_sample_checks_without_violation():
-    for path in sorted(SAMPLES.glob("*.musimd")):
+    for path in sorted(set(SAMPLES.glob("*.musimd")) - set(SAMPLES.glob(DEADLOCK_SAMPLES))):
         for report in check(analyze(path)):
             assert report.status == "checked", (path, report.reason)
             assert report.violations == [], (path, report.violations)

@@ -266,7 +266,9 @@ def test_reference_is_order_independent_and_checks_samples():
     from pathlib import Path
 
     from gpudiv.api import analyze, check
-    samples = sorted((Path(__file__).parents[2] / "samples" / "musimd").glob("*.musimd"))
+    folder = Path(__file__).parents[2] / "samples" / "musimd"
+    # the SIMT-deadlock samples spin on random memory: tests/analyses/test_deadlock.py
+    samples = sorted(set(folder.glob("*.musimd")) - set(folder.glob("deadlock_*.musimd")))
     for path in samples:
         for analysis in ("affine", "affine2"):
             analysed = analyze(path, analysis)

@@ -594,6 +594,13 @@ def test_legacy_dialects_32_bit_addresses():
 NOT_EXECUTABLE: dict[tuple[str, str], str] = {
     ("spin_deadlock.O3.ptx", "naive_lock_sum"): "SIMT deadlock in kernel naive_lock_sum",
     ("spin_deadlock.G.ptx", "naive_lock_sum"): "SIMT deadlock in kernel naive_lock_sum",
+} | {
+    # SIMT-induced deadlocks (samples/cuda/deadlock_locks.cu, `gpudiv deadlock`): lanes of
+    # one warp wait at a reconvergence point for lanes that spin on a lock or flag only
+    # the waiting lanes would release.
+    (f"deadlock_locks.{build}.ptx", kernel): f"SIMT deadlock in kernel {kernel}"
+    for build in VARIANTS
+    for kernel in ("spin_lock_fig1", "ready_flags", "two_locks")
 }
 # An indirect call (through a function pointer) has no callee to run.
 NOT_EXECUTABLE[("nvopencc40_ptx22_sm20.ptx", "apply_fp")] = "cannot execute 'call.uni'"
