@@ -14,7 +14,10 @@ from gpudiv.load import load
 from gpudiv.verify.transform_check import transform
 
 ROOT = Path(__file__).parents[2] / "samples"
-MUSIMD = sorted((ROOT / "musimd").glob("*.musimd"))
+# The samples written to hang (SIMT deadlocks) are left out: they cannot verify, and each
+# of their launches runs until the interpreter sees its state repeat.
+MUSIMD = sorted(p for p in (ROOT / "musimd").glob("*.musimd")
+                if not p.name.startswith(("deadlock_", "spin_lock")))
 GOLDEN = sorted((Path(__file__).parents[1] / "data" / "motion").glob("*.musimd"))
 PTX = sorted((ROOT / "cuda").glob("*.O3.ptx"))
 PASSES = ["lcm", "scm", "sscm"]
