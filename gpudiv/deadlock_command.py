@@ -112,7 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "(ElTantawy & Aamodt, MICRO 2016)")
     parser.add_argument("files", nargs="+", metavar="FILE|DIR",
                         help="files and folders (searched recursively)")
-    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
     parser.add_argument("--assume-safe", action="append", default=[], metavar="KERNEL",
                         help="a warp-synchronous kernel the user vouches for: no findings")
     parser.add_argument("--fail-on-detection", action="store_true",
