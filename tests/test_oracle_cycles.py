@@ -32,7 +32,7 @@ SHAPES = ((1, 4), (7, 4), (32, 32), (45, 32))
 PTX_SHAPES = (((1, 1, 1), (32, 1, 1), "zeros"), ((1, 1, 1), (45, 1, 1), "ints"),
               ((1, 1, 1), (8, 4, 1), "ints"), ((1, 1, 1), (4, 3, 2), "zeros"))
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
-PROPERTY = settings(max_examples=int(1500 * SCALE), deadline=None, derandomize=True,
+PROPERTY = settings(max_examples=int(1000 * SCALE), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 STOPPED = {"musimd": 0, "ptx": 0}  # launches stopped by the interpreter's step budget
 
@@ -101,7 +101,7 @@ def test_musimd_programs_with_cycles(seed, statements):
 
 
 @pytest.mark.slow
-@settings(PROPERTY, max_examples=int(400 * SCALE))
+@settings(PROPERTY, max_examples=int(200 * SCALE))
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
 def test_musimd_programs_with_cycles_and_more_nesting(seed, statements):
     """Deeper nesting (cycles in cycles in cycles) and barriers at the top level."""
@@ -111,7 +111,7 @@ def test_musimd_programs_with_cycles_and_more_nesting(seed, statements):
 
 
 @pytest.mark.slow
-@settings(PROPERTY, max_examples=int(600 * SCALE))
+@settings(PROPERTY, max_examples=int(300 * SCALE))
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
 def test_ptx_programs_with_cycles(seed, statements):
     """The same shapes in PTX, run on the PTX interpreter (2-D and 3-D blocks too)."""
