@@ -94,7 +94,9 @@ def _oracle(program: ir.Program, kernel: ir.Kernel, seed: int,
     if not isinstance(result, KernelResult):
         return [f"analysis failed: {result}"]
     if program.language == "ptx":
-        report = check_kernel(result, ptx_launches(kernel, seed), run=run_ptx_kernel)
+        # a kernel analysed for its declared block shape (.reqntid) runs only with it
+        report = check_kernel(result, ptx_launches(kernel, seed, result.block),
+                              run=run_ptx_kernel)
     else:
         report = check_kernel(result, random_launches(kernel, seed))
     return [str(v) for v in report.violations]
