@@ -1890,7 +1890,7 @@ class _Machine:
                 self.trace.append((self.block_index, warp.index, op.instr.loc.line,
                                    op.instr.text, lanes.tolist()))
             if observer is not None:
-                observer.before(warp.index, pc, lanes, self._reading(lanes))
+                observer.before(warp.index, op.instr.id, lanes, self._reading(lanes))
             code = op.code
             if code == EXEC:
                 try:
@@ -2010,7 +2010,7 @@ class _Machine:
             self.trace.append((self.block_index, warp.index, op.instr.loc.line,
                                op.instr.text, lanes.tolist()))
         if self.observer is not None:
-            self.observer.before(warp.index, pc, lanes, self._reading(lanes))
+            self.observer.before(warp.index, op.instr.id, lanes, self._reading(lanes))
         try:
             op.fn(entry[3], lanes, warp)
         except _Fault as fault:
