@@ -127,7 +127,7 @@ def test_deep_nest_is_refused_within_bounded_memory(tmp_path):
     path.write_text(nested_ifs(1500))
     done = subprocess.run([sys.executable, "-m", "gpudiv.cli", "analyze", "--brief",
                            str(path)], capture_output=True, text=True, timeout=600,
-                          preexec_fn=_limit_memory, check=False,
+                          preexec_fn=_limit_memory, check=False, cwd=tmp_path,
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1",
                                "OMP_NUM_THREADS": "1"})  # thread arenas count as address space
     assert done.returncode == 2, done.stderr
