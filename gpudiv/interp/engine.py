@@ -46,9 +46,8 @@ from gpudiv.interp.simt import (
 EXEC, BRANCH, JUMP, SYNC, STOP, BARRIER, NOP, FAIL = range(8)
 
 QUANTUM = 1000
-# The IR annotation of an explicit reconvergence point: on a conditional branch, the
-# label of the block where its lanes reconverge.
-RECONVERGE_ATTR = "reconverge"
+# The IR annotation of an explicit reconvergence point (`ir.RECONVERGE`).
+RECONVERGE_ATTR = ir.RECONVERGE
 
 
 class Op(Protocol):

@@ -168,9 +168,10 @@ class PtxLaunch:
     # Arrays bound to texture and surface references by name (`.global .texref t`);
     # texture and surface objects are arguments: `ptx_texture.Texture(array)`.
     textures: dict[str, np.ndarray | ptx_texture.Texture] = field(default_factory=dict)
-    # The reconvergence policy (gpudiv.interp.simt): ipdom (auto; PTX carries no explicit
-    # reconvergence points, so sync means ipdom too), frontier or mimd.
-    reconvergence: str = "ipdom"
+    # The reconvergence policy (gpudiv.interp.simt): auto (ipdom, and the explicit
+    # reconvergence points of marked branches: `machine_policy`), ipdom, sync, frontier
+    # or mimd.
+    reconvergence: str = "auto"
     # The register that "tid" stands for in affine claims (gpudiv.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
