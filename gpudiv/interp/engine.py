@@ -135,12 +135,32 @@ class Warp:
         self.loop: tuple[int, int] | None = None
 
 
+_POINTS: dict[tuple, dict[str, str]] = {}  # immediate post-dominators per control flow
+_POINTS_KEPT = 256
+
+
+def _post_dominators(kernel: ir.Kernel) -> dict[str, str]:
+    """`cfg.reconvergence_points` of the kernel, remembered per control-flow shape (the
+    blocks with the kinds and targets of their instructions: the oracle runs one kernel
+    many times, and building the CFG costs more than a short run)."""
+    key = tuple((b.label, tuple((i.kind, i.operator, i.target, i.guard is not None)
+                            for i in b.instructions))
+                for b in kernel.blocks)
+    points = _POINTS.get(key)
+    if points is None:
+        points = cfg_module.reconvergence_points(cfg_module.build_cfg(kernel))
+        if len(_POINTS) >= _POINTS_KEPT:
+            _POINTS.pop(next(iter(_POINTS)))
+        _POINTS[key] = points
+    return points
+
+
 def reconvergence_pcs(kernel: ir.Kernel, start: dict[str, int], end: int,
                       marked: bool) -> dict[str, int]:
     """Per block label, the first pc of the block where a divergent branch ending it
     reconverges: its immediate post-dominator (`end` for the exit), or with `marked`
     the block its branch's `RECONVERGE_ATTR` names, where it has one."""
-    points = cfg_module.reconvergence_points(cfg_module.build_cfg(kernel))
+    points = _post_dominators(kernel)
     pcs = {label: end if post == cfg_module.EXIT else start[post]
            for label, post in points.items()}
     if marked:

@@ -63,7 +63,7 @@ _THREAD_OVERHEAD_BYTES = 128  # per thread: its local-memory dict, lane ids, spe
 _WARP_OVERHEAD_BYTES = 1024  # per warp: its reconvergence stack
 # Steps after which a warp running alone yields at a backward transfer (μ-SIMD runs a
 # warp until a barrier: the yield only lets the engine look for a repeated state).
-DETECT_QUANTUM = 64
+DETECT_QUANTUM = 256
 
 
 def wrap(x):
@@ -225,7 +225,7 @@ class _Machine:
         self.specials = {"tid": tids, "laneid": tids % width, "warpid": tids // width,
                          "ntid": np.full(self.threads, self.threads, dtype=np.int64)}
         self.regs = self._registers(names)
-        self.shared = {int(k): int(wrap(v)) for k, v in config.shared.items()}
+        self.shared = {int(k): _wrapped(v) for k, v in config.shared.items()}
         self.local: list[dict[int, int]] = [{} for _ in range(self.threads)]
         self.counters = Counters(warp_width=width)
         self.policy = policy = _machine_policy(kernel, config.reconvergence)
@@ -345,7 +345,7 @@ class _Machine:
     def jumps(self, op: _Op, top: list, warp: int) -> np.ndarray:
         """bz/bnz: which lanes jump."""
         lanes = top[1]
-        cond = np.broadcast_to(op.getters[0](top[2]), lanes.shape)
+        cond = _per_lane(op.getters[0](top[2]), len(lanes))
         if op.instr.operator == "bz":
             return cond == 0
         if op.instr.operator == "bnz":
@@ -378,9 +378,11 @@ class _Machine:
 
     def state(self) -> list[bytes]:
         """Registers and memories as bytes."""
+        # Memories in insertion order: cells are never removed, so in a cycle (no new
+        # cells) equal states print alike.
         parts = [v.tobytes() for v in self.regs.values()]
-        parts.append(str(sorted(self.shared.items())).encode())
-        parts.append(str([sorted(m.items()) for m in self.local]).encode())
+        parts.append(repr(self.shared).encode())
+        parts.append(repr(self.local).encode())
         return parts
 
     def deadlock(self, warp: int, line: int, lanes: np.ndarray, message: str) -> DeadlockError:
@@ -421,7 +423,7 @@ class _Machine:
         if instr.operator in ("/", "%"):
             def divide(op, sel, lanes):
                 divisor = g1(sel)
-                zero = np.broadcast_to(divisor == 0, lanes.shape)
+                zero = _per_lane(divisor == 0, len(lanes))
                 if zero.any():
                     raise self._error(op.index, lanes[zero], "division by zero")
                 dest[sel] = wrap(func(g0(sel), divisor))
@@ -436,7 +438,7 @@ class _Machine:
 
     def _addresses(self, op: _Op, sel, lanes: np.ndarray) -> list[int]:
         """The address operand of a memory instruction, one int per active lane."""
-        return np.broadcast_to(op.getters[0](sel), lanes.shape).tolist()
+        return _per_lane(op.getters[0](sel), len(lanes)).tolist()
 
     def _memory(self, op: _Op, lanes: np.ndarray, tid: int) -> dict[int, int]:
         """The memory a lane addresses: the block's shared memory or its own local one."""
@@ -461,7 +463,7 @@ class _Machine:
     def _store(self, op: _Op, sel, lanes: np.ndarray) -> None:
         """space[a] = v, lanes in ascending tid order (so the highest tid wins a race)."""
         addresses = self._addresses(op, sel, lanes)
-        values = np.broadcast_to(op.getters[1](sel), lanes.shape).tolist()
+        values = _per_lane(op.getters[1](sel), len(lanes)).tolist()
         if op.instr.space == "shared":
             self.shared.update(zip(addresses, values, strict=True))
             return
@@ -474,7 +476,7 @@ class _Machine:
         if instr.operator == "inc":
             amounts = [1] * len(lanes)
         elif instr.operator == "add":
-            amounts = np.broadcast_to(op.getters[1](sel), lanes.shape).tolist()
+            amounts = _per_lane(op.getters[1](sel), len(lanes)).tolist()
         else:
             raise self._error(op.index, lanes, f"unknown atomic operation '{instr.operator}'")
         addresses = self._addresses(op, sel, lanes)
@@ -485,6 +487,19 @@ class _Machine:
             results.append(memory[a])
         self.regs[instr.dest][sel] = results
 
+
+
+def _per_lane(values, n: int) -> np.ndarray:
+    """Values of an operand as one array entry per lane (a constant is one scalar)."""
+    if type(values) is np.ndarray:
+        return values
+    return np.full(n, values)
+
+
+def _wrapped(value: int) -> int:
+    """An integer wrapped to 32 bits (most already are)."""
+    value = int(value)
+    return value if -2**31 <= value < 2**31 else int(wrap(value))
 
 
 def _check_config(config: LaunchConfig) -> None:
