@@ -8,7 +8,7 @@ lane instructions, the wall-clock seconds and the CPU seconds of one run (minimu
 figure is the steadier one: the wall clock also counts the time other processes held
 the cores.
 
-    python benchmarks/bench_musimd_interp.py [--repeat 5] [--json]
+    python benchmarks/bench_musimd_interp.py [--repeat 5] [--cases N] [--json]
 """
 
 from __future__ import annotations
@@ -61,10 +61,11 @@ def cases():
            LaunchConfig(1024, 32, {"table": 0, "n": 2000, "out": 4096}, table))
 
 
-def measure(repeat: int) -> list[dict]:
-    """One row per case: counts, best wall and CPU seconds, lane-instructions/s."""
+def measure(repeat: int, limit: int | None = None) -> list[dict]:
+    """One row per case (the first `limit` ones): counts, best wall and CPU seconds,
+    lane-instructions/s."""
     rows = []
-    for name, kernel, launch in cases():
+    for name, kernel, launch in list(cases())[:limit]:
         wall, cpu = [], []
         for _ in range(repeat):
             start, start_cpu = time.perf_counter(), time.process_time()
@@ -83,9 +84,10 @@ def measure(repeat: int) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cases", type=int, default=None, help="only the first N kernels")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows = measure(args.repeat)
+    rows = measure(args.repeat, args.cases)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
