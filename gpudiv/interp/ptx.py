@@ -1658,6 +1658,7 @@ class _Machine:
         return self.counters.warp_instructions
 
     def _run_block(self, index: tuple[int, int, int]) -> None:
+        """Run one block: its warps on the engine under the launch's policy."""
         self._set_block(index)
         tids = np.arange(self.threads, dtype=np.int64)
         warps = [Warp(w // WARP_SIZE, control_for(self.policy, tids[w:w + WARP_SIZE].copy(),
