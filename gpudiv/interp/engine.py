@@ -15,11 +15,12 @@ where a branch's lanes meet (SSDE) writes that attribute; the printers keep it
 (docs/execution.md, "Reconvergence points in the IR").
 
 Scheduling: the warps of a block take turns. A warp runs until it waits at a barrier,
-finishes, or — after `quantum` steps — reaches a backward transfer (then `Warp.loop`
-says which). With `sticky` (μ-SIMD: each warp runs until a barrier or its end) the
-same warp goes on after such a yield; otherwise (PTX) the next warp runs. After a yield
-of a long run (`DETECT_AFTER` warp steps) the state of the machine is fingerprinted; a
-repeat stops the run with a `DeadlockError` (`simt`).
+finishes, or yields at a backward transfer (then `Warp.loop` says which) once it has run
+`quantum` steps (with `per_backward`: at its `quantum`-th backward transfer). With
+`sticky` (μ-SIMD: each warp runs until a barrier or its end) the same warp goes on after
+a yield; otherwise (PTX) the next warp runs. After a yield of a long run (`DETECT_AFTER`
+warp steps) the state of the machine is fingerprinted; a repeat stops the run with a
+`DeadlockError` (`simt`).
 """
 
 from __future__ import annotations
@@ -183,7 +184,8 @@ class Engine:
 
     def __init__(self, sem: Semantics, kernel: str, counters: Counters, budget: int,
                  budget_unit: str, observer: Observer | None = None, tracing: bool = False,
-                 sticky: bool = False, quantum: int = QUANTUM) -> None:
+                 sticky: bool = False, quantum: int = QUANTUM,
+                 per_backward: bool = False) -> None:
         self.sem = sem
         self.kernel = kernel
         self.counters = counters
@@ -193,6 +195,7 @@ class Engine:
         self.tracing = tracing
         self.sticky = sticky
         self.quantum = quantum
+        self.per_backward = per_backward
 
     # -- scheduling -------------------------------------------------------------------
     def run_block(self, warps: list[Warp]) -> None:
@@ -246,6 +249,7 @@ class Engine:
         budget = self.budget
         index = warp.index
         quantum = self.quantum
+        step_cost, backward_cost = (0, 1) if self.per_backward else (1, 0)
         while True:
             top = current()
             if top is None:
@@ -316,10 +320,12 @@ class Engine:
                 raise sem.error(pc, lanes, index, op.message)
             if grouped:
                 control.moved()
-            quantum -= 1
-            if quantum <= 0 and code in (JUMP, BRANCH) and op.target <= pc:
-                warp.loop = (pc, op.target)
-                return
+            quantum -= step_cost
+            if code in (JUMP, BRANCH) and op.target <= pc:
+                quantum -= backward_cost
+                if quantum <= 0:
+                    warp.loop = (pc, op.target)
+                    return
             if quantum < -self.quantum:  # a long run without a backward transfer
                 return
 

@@ -61,9 +61,11 @@ SPECIAL_NAMES = ("tid", "laneid", "warpid", "ntid")
 MAX_LAUNCH_BYTES = 2 * 1024**3
 _THREAD_OVERHEAD_BYTES = 128  # per thread: its local-memory dict, lane ids, specials
 _WARP_OVERHEAD_BYTES = 1024  # per warp: its reconvergence stack
-# Steps after which a warp running alone yields at a backward transfer (μ-SIMD runs a
-# warp until a barrier: the yield only lets the engine look for a repeated state).
-DETECT_QUANTUM = 256
+# Backward transfers after which a warp running alone yields (μ-SIMD runs a warp until
+# a barrier: the yield only lets the engine look for a repeated state). Counting
+# transfers, not steps, keeps the sampled states of a cycle few (at most the transfers
+# of one trip round it).
+DETECT_QUANTUM = 32
 
 
 def wrap(x):
@@ -239,7 +241,8 @@ class _Machine:
         self.engine = Engine(self, kernel.name, self.counters,
                              config.max_steps * (width if mimd else 1),
                              "thread steps (mimd)" if mimd else "warp steps",
-                             observer, trace, sticky=True, quantum=DETECT_QUANTUM)
+                             observer, trace, sticky=True, quantum=DETECT_QUANTUM,
+                             per_backward=True)
 
     def _register_names(self) -> list[str]:
         """Every variable of the kernel, parameters first, each once."""
