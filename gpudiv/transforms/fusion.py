@@ -1,0 +1,255 @@
+"""Vertical fusion of two μ-SIMD kernels launched one after the other (Fukuhara 2023
+Fig 5.1; shared/notes §5.6 item 7), and the checks that decide whether they may fuse.
+
+- **Body**: the first kernel's blocks, each `stop` turned into a jump to a join block
+  holding `barrier`, then the second kernel's blocks. Registers and labels of the second
+  kernel that the first already uses are renamed (`x` → `x_2`).
+- **Parameters**: the union; the parameters of both kernels that receive the same host
+  argument (or the implicit `ctaid`/`nctaid`) become one, and clashing names are renamed.
+- **Launch shapes**: the identical-shape rule. Both launches must write the same grid
+  and block expressions (the KFCM kill set keeps their variables unchanged in between),
+  so the fused kernel runs with that shape and needs no guards.
+- **Dependence**: a block barrier orders the two bodies inside a block only. So every
+  pair of accesses to one buffer, one of each kernel and one of them a store, must
+  touch an address that only the same block touches: the addresses of both must be
+  `base + ctaid*ntid + tid + c` with the same constant c (per-thread data). An address
+  that is not such a polynomial (it depends on a load, or on a register defined more
+  than once) refuses the fusion, unless the grid is the literal 1 (one block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gpudiv import hostir as h
+from gpudiv import ir
+from gpudiv.frontend.host import IMPLICIT_PARAMS, explicit_params
+from gpudiv.transforms.builder import clone_kernel
+
+Poly = dict[tuple[str, ...], int]  # monomial (sorted factor names) → coefficient
+
+
+@dataclass
+class Fused:
+    """A fused kernel and the launch that runs it."""
+
+    ref: h.KernelRef
+    launch: h.Launch
+
+
+def _poly_add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + sign * v
+    return {k: v for k, v in out.items() if v}
+
+
+def _poly_mul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ka, va in a.items():
+        for kb, vb in b.items():
+            k = tuple(sorted(ka + kb))
+            out[k] = out.get(k, 0) + va * vb
+    return {k: v for k, v in out.items() if v}
+
+
+def _definitions(kernel: ir.Kernel) -> dict[str, list[ir.Instruction]]:
+    """Every instruction that writes each register."""
+    defs: dict[str, list[ir.Instruction]] = {}
+    for instr in kernel.instructions():
+        if instr.dest is not None:
+            defs.setdefault(instr.dest, []).append(instr)
+    return defs
+
+
+def address_poly(operand: ir.Operand, kernel: ir.Kernel,
+                 defs: dict[str, list[ir.Instruction]], depth: int = 0) -> Poly | None:
+    """An address as a polynomial in parameters, `tid` and `ntid` (None: not one)."""
+    if isinstance(operand, ir.Const):
+        return {(): operand.value} if operand.value else {}
+    if isinstance(operand, ir.Special):
+        return {(operand.name,): 1} if operand.name in ("tid", "ntid") else None
+    if operand.name in kernel.params:
+        return {(operand.name,): 1}
+    found = defs.get(operand.name, [])
+    if len(found) != 1 or depth > 64:
+        return None
+    instr = found[0]
+    if instr.kind != ir.ASSIGN or instr.guard is not None:
+        return None
+    parts = [address_poly(a, kernel, defs, depth + 1) for a in instr.args]
+    if any(p is None for p in parts):
+        return None
+    if instr.operator == "copy":
+        return parts[0]
+    if instr.operator in ("+", "-") and len(parts) == 2:
+        return _poly_add(parts[0], parts[1], 1 if instr.operator == "+" else -1)
+    if instr.operator == "*" and len(parts) == 2:
+        return _poly_mul(parts[0], parts[1])
+    if instr.operator == "<<" and len(parts) == 2 and isinstance(instr.args[1], ir.Const) \
+            and 0 <= instr.args[1].value < 31:
+        return _poly_mul(parts[0], {(): 1 << instr.args[1].value})
+    return None
+
+
+@dataclass
+class Access:
+    """A memory instruction of a kernel and its address (None: unknown)."""
+
+    instr: ir.Instruction
+    writes: bool
+    poly: Poly | None
+
+
+def accesses(kernel: ir.Kernel) -> list[Access]:
+    """Every load, store and atomic of a kernel's global (μ-SIMD shared) memory."""
+    defs = _definitions(kernel)
+    return [Access(i, i.kind != ir.LOAD, address_poly(i.args[0], kernel, defs))
+            for i in kernel.instructions()
+            if i.kind in (ir.LOAD, ir.STORE, ir.ATOMIC) and i.space != "local" and i.args]
+
+
+def _per_thread(index: Poly) -> bool:
+    """`ctaid*ntid + tid + c`: an address only one thread of one block touches."""
+    return (index.get(("tid",), 0) == 1 and index.get(("ctaid", "ntid"), 0) == 1
+            and all(k in (("tid",), ("ctaid", "ntid"), ()) for k in index))
+
+
+def _base(acc: Access, param: str) -> Poly | None:
+    """The index part of an access based on buffer `param` (None: based elsewhere)."""
+    if acc.poly is None or acc.poly.get((param,), 0) != 1:
+        return None
+    return _poly_add(acc.poly, {(param,): 1}, -1)
+
+
+def _where(ref: h.KernelRef, acc: Access) -> str:
+    verb = "writes" if acc.writes else "reads"
+    return f"{ref.kernel.name} {verb} '{acc.instr.text or acc.instr.kind}' at line {acc.instr.loc.line}"
+
+
+def dependence_problem(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
+                       alias: dict[str, str]) -> str | None:
+    """Why the fused kernel would need communication between blocks (None: it does not)."""
+    if isinstance(a.grid, h.Num) and a.grid.value == 1:
+        return None
+    bound_a = {p: alias.get(str(x), str(x)) for p, x in zip(explicit_params(first), a.args,
+                                                             strict=True)
+               if p in first.pointer_params}
+    bound_b = {p: alias.get(str(x), str(x)) for p, x in zip(explicit_params(second), b.args,
+                                                             strict=True)
+               if p in second.pointer_params}
+    acc_a, acc_b = accesses(first.kernel), accesses(second.kernel)
+    for ref, accs in ((first, acc_a), (second, acc_b)):
+        for acc in accs:
+            if acc.poly is None:
+                return (f"cannot tell which block touches an address: {_where(ref, acc)} "
+                        "(not a polynomial in parameters, ctaid, ntid and tid)")
+    for pa, buffer in bound_a.items():
+        for pb in [p for p, x in bound_b.items() if x == buffer]:
+            for x in acc_a:
+                ia = _base(x, pa)
+                if ia is None:
+                    continue
+                for y in acc_b:
+                    ib = _base(y, pb)
+                    if ib is None or not (x.writes or y.writes):
+                        continue
+                    if ia != ib or not _per_thread(ia):
+                        return (f"blocks would communicate through '{buffer}': "
+                                f"{_where(first, x)} and {_where(second, y)}, and another "
+                                "block's thread may touch the same element")
+    return None
+
+
+def shape_problem(a: h.Launch, b: h.Launch) -> str | None:
+    """Why two launches do not have the identical shape the fused kernel needs."""
+    if str(a.grid) == str(b.grid) and str(a.block) == str(b.block):
+        return None
+    return (f"different launch shapes <<<{a.grid}, {a.block}>>> and <<<{b.grid}, "
+            f"{b.block}>>> (fusion needs identical shapes)")
+
+
+def fusion_problem(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
+                   alias: dict[str, str]) -> str | None:
+    """Why launch `a` then launch `b` must not become one fused launch (None: they may)."""
+    for ref in (first, second):
+        if ref.language != "musimd":
+            return f"kernel {ref.kernel.name} is PTX; only μ-SIMD kernels are fused"
+    return shape_problem(a, b) or dependence_problem(first, a, second, b, alias)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, … whichever is not taken."""
+    if name not in taken:
+        return name
+    k = 2
+    while f"{name}_{k}" in taken:
+        k += 1
+    return f"{name}_{k}"
+
+
+def _rename(kernel: ir.Kernel, names: dict[str, str], labels: dict[str, str]) -> None:
+    """Rename registers (and parameters) and labels of a kernel in place."""
+    def op(o: ir.Operand) -> ir.Operand:
+        return ir.Var(names.get(o.name, o.name)) if isinstance(o, ir.Var) else o
+    for block in kernel.blocks:
+        block.label = labels.get(block.label, block.label)
+        for instr in block.instructions:
+            instr.args = tuple(op(a) for a in instr.args)
+            if instr.dest is not None:
+                instr.dest = names.get(instr.dest, instr.dest)
+            if instr.target is not None:
+                instr.target = labels.get(instr.target, instr.target)
+    kernel.params = [names.get(p, p) for p in kernel.params]
+
+
+def _names(kernel: ir.Kernel) -> set[str]:
+    """Registers and parameters a kernel uses."""
+    found = set(kernel.params)
+    for instr in kernel.instructions():
+        found |= set(instr.used_vars)
+        if instr.dest is not None:
+            found.add(instr.dest)
+    return found
+
+
+def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
+         name: str) -> Fused:
+    """The kernel that runs `first`'s body, a barrier, then `second`'s body, and its launch."""
+    one, two = clone_kernel(first.kernel), clone_kernel(second.kernel)
+    params_a, params_b = explicit_params(first), explicit_params(second)
+    arg_of = {p: str(x) for p, x in zip(params_a, a.args, strict=True)}
+    taken = _names(one) | {blk.label for blk in one.blocks}
+    names: dict[str, str] = {}
+    args = list(a.args)
+    params = list(params_a)
+    for p, x in zip(params_b, b.args, strict=True):
+        same = [q for q, text in arg_of.items() if text == str(x)
+                and (q in first.pointer_params) == (p in second.pointer_params)]
+        if same:
+            names[p] = same[0]
+            continue
+        names[p] = _fresh(p, taken | set(names.values()))
+        params.append(names[p])
+        args.append(x)
+    implicit = [p for p in IMPLICIT_PARAMS if p in one.params or p in two.params]
+    for reg in _names(two) - set(two.params):
+        names[reg] = _fresh(reg, taken | set(names.values()))
+    labels = {blk.label: _fresh(blk.label, taken | {x.label for x in two.blocks} - {blk.label})
+              for blk in two.blocks}
+    _rename(two, names, labels)
+    join = _fresh("FUSED_JOIN", taken | {blk.label for blk in two.blocks})
+    for block in one.blocks:
+        for i, instr in enumerate(block.instructions):
+            if instr.kind == ir.STOP:
+                block.instructions[i] = replace(instr, kind=ir.JUMP, target=join,
+                                                text=f"jump {join}", id=ir.NO_ID)
+    barrier = ir.Instruction(ir.BARRIER, one.loc, text="barrier")
+    blocks = [*one.blocks, ir.Block(join, [barrier], one.loc), *two.blocks]
+    registers = {**one.registers, **{names.get(r, r): t for r, t in two.registers.items()}}
+    kernel = ir.Kernel(name, params + implicit, blocks, one.loc, dict(one.specials),
+                       registers=registers)
+    pointers = frozenset({p for p in params_a if p in first.pointer_params}
+                         | {names[p] for p in params_b if p in second.pointer_params})
+    ref = h.KernelRef(kernel, "musimd", f"{first.source}+{second.source}", pointers)
+    return Fused(ref, h.Launch(name, a.grid, a.block, tuple(args)))
