@@ -63,7 +63,8 @@ def pointer_params(kernel: ir.Kernel) -> frozenset[str]:
             got: set[str] = set()
             if instr.kind == ir.LOAD and instr.space == "param":
                 got = {a.name for a in instr.args if isinstance(a, ir.Var)} & set(kernel.params)
-            elif instr.kind == ir.ASSIGN and instr.operator in ("copy", "+", "-"):
+            elif instr.kind == ir.ASSIGN and (instr.operator in ("copy", "+", "-") or str(
+                    instr.attrs.get("opcode", "")).split(".")[0] in ("cvta", "mov", "add")):
                 got = set().union(*(sources.get(v, set()) for v in instr.used_vars))
             if not got <= sources.setdefault(instr.dest, set()):
                 sources[instr.dest] |= got
