@@ -1,10 +1,10 @@
 """Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
-random, transform, structure, deadlock.
+random, transform, structure, deadlock, fuse, host.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`, `explain` in
 `gpudiv.explain`, `compare` in `gpudiv.compare`, `random` in `gpudiv.generate`,
 `transform` in `gpudiv.transform_cli`, `structure` in `gpudiv.structure_cli`, `deadlock`
-in `gpudiv.deadlock_command`.)
+in `gpudiv.deadlock_command`, `fuse` and `host` in `gpudiv.fuse_cli`.)
 
 Every failure the user can cause ends in one `FILE:LINE:COL: error: message` line (or a
 runtime message naming kernel, line and lanes) and exit status 2; never a traceback.
@@ -47,6 +47,7 @@ from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError, load
 from gpudiv.oracle import CHECK_MAX_STEPS
 from gpudiv.report import check_json, render_check
+from gpudiv.fuse_cli import register as register_fuse
 from gpudiv.structure_cli import register as register_structure
 from gpudiv.transform_cli import register as register_transform
 
@@ -283,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_transform(sub)
     register_structure(sub)
     register_deadlock(sub)
+    register_fuse(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter",
                          description="Run one μ-SIMD or PTX kernel on the reference "

@@ -128,3 +128,8 @@ def compare_runs(before: h.HostProgram, after: h.HostProgram,
         return InputRun(inputs, "failed", f"the result fails: {error}", a.counters, None)
     diff = first_difference(a, b)
     return InputRun(inputs, "differs" if diff else "equal", diff, a.counters, b.counters)
+
+
+def run_host_file(path: str | Path, inputs: dict[str, int] | None = None) -> HostRun:
+    """Read and run a host program (inputs not given take their first value)."""
+    return run_host(load_host(path), inputs)
