@@ -127,6 +127,9 @@ def report_text(done: HostTransform) -> list[str]:
             lines.append(f"    {s.kernel} placed unfused at the {c}")
         for name, nodes in s.predicates.items():
             lines.append(f"    {name}: {' '.join(nodes) or '-'}")
+    for kernel, line, reasons in done.result.unfused:
+        lines.append(f"  not fused: {kernel} (line {line})")
+        lines += [f"    {reason}" for reason in reasons]
     for r in done.result.refusals:
         lines.append(f"  refused: {r.first} (line {r.first_line}) then {r.second} "
                      f"(line {r.second_line}): {r.reason}")

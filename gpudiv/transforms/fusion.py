@@ -246,6 +246,9 @@ def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
                                                 text=f"jump {join}", id=ir.NO_ID)
     barrier = ir.Instruction(ir.BARRIER, one.loc, text="barrier")
     blocks = [*one.blocks, ir.Block(join, [barrier], one.loc), *two.blocks]
+    for block in blocks:  # the two bodies numbered their instructions separately
+        for instr in block.instructions:
+            instr.id = ir.NO_ID
     registers = {**one.registers, **{names.get(r, r): t for r, t in two.registers.items()}}
     kernel = ir.Kernel(name, params + implicit, blocks, one.loc, dict(one.specials),
                        registers=registers)

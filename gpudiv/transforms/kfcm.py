@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudiv import hostir as h
+from gpudiv import ir
 from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms.base import PassError
 from gpudiv.transforms.fusion import fuse, fusion_problem
@@ -70,6 +71,7 @@ class FusionResult:
     steps: list[Step]
     refusals: list[Refusal]
     fused: list[str]
+    unfused: list[tuple[str, int, list[str]]] = field(default_factory=list)
 
 
 # -- the CFG ---------------------------------------------------------------------------
@@ -108,19 +110,27 @@ def _buffers(stmt: h.Launch | h.Call, prog: h.HostProgram, alias: dict[str, str]
             if isinstance(a, h.Name) and prog.types.get(a.name) == h.BUFFER}
 
 
-def kills(prog: h.HostProgram, k: int, n: int, alias: dict[str, str]) -> bool:
-    """Whether node n is not transparent for the launch at node k (§5.6 item 6)."""
+def kill_reason(prog: h.HostProgram, k: int, n: int, alias: dict[str, str]) -> str | None:
+    """Why node n is not transparent for the launch at node k (§5.6 item 6; None: it is)."""
     stmt, launch = prog.nodes[n].stmt, prog.nodes[k].stmt
     if n == prog.end:
-        return True
+        return "the program ends"
     if isinstance(stmt, h.Launch):
-        return n != k
-    if isinstance(stmt, h.Assign):
-        return stmt.target in launch.reads()
+        return None if n == k else f"another launch ({stmt.kernel})"
+    if isinstance(stmt, h.Assign) and stmt.target in launch.reads():
+        return f"it assigns '{stmt.target}', which the launch reads"
+    if isinstance(stmt, h.Call) and stmt.name == "sync":
+        return "it synchronises with the device"
     if isinstance(stmt, h.Call):
-        return stmt.name == "sync" or bool(_buffers(stmt, prog, alias)
-                                           & _buffers(launch, prog, alias))
-    return False
+        shared = _buffers(stmt, prog, alias) & _buffers(launch, prog, alias)
+        if shared:
+            return f"{stmt.name} touches buffer '{sorted(shared)[0]}' of the launch"
+    return None
+
+
+def kills(prog: h.HostProgram, k: int, n: int, alias: dict[str, str]) -> bool:
+    """Whether node n is not transparent for the launch at node k (§5.6 item 6)."""
+    return kill_reason(prog, k, n, alias) is not None
 
 
 # -- facts and solving ------------------------------------------------------------------
@@ -208,19 +218,18 @@ def _sets(atoms: dict[str, list[tuple]]) -> dict[str, set]:
 # -- rewriting --------------------------------------------------------------------------
 
 
-def _insert_after(prog: h.HostProgram, n: int, stmt: h.Stmt) -> int:
-    """A node with `stmt` at the exit of n (before n when n branches)."""
-    loc = prog.nodes[n].loc
+def _insert_after(prog: h.HostProgram, n: int, stmt: h.Stmt, loc: ir.Loc) -> int:
+    """A node with `stmt` (from `loc`) at the exit of n (before n when n branches)."""
     if len(prog.succ[n]) > 1:
-        return _insert_before(prog, n, stmt)
+        return _insert_before(prog, n, stmt, loc)
     m = prog.add(stmt, loc, prog.succ[n])
     prog.succ[n] = [m]
     return m
 
 
-def _insert_before(prog: h.HostProgram, n: int, stmt: h.Stmt) -> int:
-    """A node with `stmt` at the entry of n."""
-    m = prog.add(stmt, prog.nodes[n].loc, [n])
+def _insert_before(prog: h.HostProgram, n: int, stmt: h.Stmt, loc: ir.Loc) -> int:
+    """A node with `stmt` (from `loc`) at the entry of n."""
+    m = prog.add(stmt, loc, [n])
     for p in list(prog.nodes):
         if p != m:
             prog.succ[p] = [m if x == n else x for x in prog.succ[p]]
@@ -268,7 +277,7 @@ def bkf(session: _Session, k: int) -> Step | None:
             step.fused_name = fused.kernel
             prog.nodes[n].stmt = fused
         else:
-            m = _insert_after(prog, n, launch)
+            m = _insert_after(prog, n, launch, prog.nodes[k].loc)
             step.compensation.append(f"exit of {_describe(prog, n)} as n{m}")
     if k not in sets.get("nlatest", set()):
         prog.nodes[k].stmt = h.Nop()
@@ -301,16 +310,52 @@ def fkf(session: _Session, k: int) -> Step | None:
             step.fused_name = fused.kernel
             prog.nodes[n].stmt = fused
         else:
-            m = _insert_before(prog, n, launch)
+            m = _insert_before(prog, n, launch, prog.nodes[k].loc)
             step.compensation.append(f"entry of {_describe(prog, n)} as n{m}")
     for n in sorted(xinsert):
         if n == k:
             continue
-        m = _insert_after(prog, n, launch)
+        m = _insert_after(prog, n, launch, prog.nodes[k].loc)
         step.compensation.append(f"exit of {_describe(prog, n)} as n{m}")
     if k not in xinsert:
         prog.nodes[k].stmt = h.Nop()
     return step
+
+
+def predicates(prog: h.HostProgram, k: int, phase: str = "bkf") -> dict[str, set]:
+    """The BKF (or FKF) predicate values for the launch at node k on the program with its
+    critical edges split (which this splits in place): unary ones as node sets,
+    xfusible/nfusable as (node, other launch) pairs."""
+    split_critical_edges(prog)
+    session = _Session(prog)
+    rule, pairs = ("bkf.lp", "before") if phase == "bkf" else ("fkf.lp", "after")
+    sets = _sets(solve_rules(rule, session.facts([k], pairs)))
+    for name in ("xfusible", "nfusable", "xfusible_refused", "nfusable_refused"):
+        if name in sets:
+            sets[name] = {(n, k2) for n, _, k2 in sets[name]}
+    return sets
+
+
+def blocked(session: _Session, k: int) -> list[str]:
+    """Where hoisting (XDnEarliest) and sinking (NInsert) of an unfused launch stop, and
+    what kills it there."""
+    prog = session.prog
+    split_critical_edges(prog)
+    up = _sets(solve_rules("bkf.lp", session.facts([k], "before")))
+    down = _sets(solve_rules("fkf.lp", session.facts([k], "after")))
+    lines = []
+    line = lambda n: prog.nodes[n].loc.line  # noqa: E731
+    for n in sorted(up.get("xdnearliest", set()) | down.get("ninsert", set()), key=line):
+        verb = "hoisting" if n in up.get("xdnearliest", set()) else "sinking"
+        where = "the end" if n == prog.end else f"line {line(n)} ({prog.nodes[n].stmt})"
+        lines.append(f"{verb} stops at {where}: {kill_reason(prog, k, n, session.alias)}")
+    for n in sorted(up.get("ndnearliest", set()) - {prog.start}, key=line):
+        lines.append(f"hoisting stops above line {line(n)}: some path into it does not "
+                     "launch the kernel")
+    for n in sorted(down.get("xinsert", set()), key=line):
+        lines.append(f"sinking stops below line {line(n)}: a path that did not launch the "
+                     "kernel joins after it")
+    return lines
 
 
 def _launch_at(prog: h.HostProgram, n: int) -> bool:
@@ -375,7 +420,9 @@ def _finish(session: _Session) -> FusionResult:
     used = {prog.nodes[n].stmt.kernel for n in prog.launches()}
     fused = [name for name, ref in prog.kernels.items() if ref.source.count("+")
              and name in used]
-    return FusionResult(prog, session.steps, list(session.refusals.values()), fused)
+    unfused = [(prog.nodes[k].stmt.kernel, prog.nodes[k].loc.line, blocked(session, k))
+               for k in prog.launches() if prog.nodes[k].stmt.kernel not in fused]
+    return FusionResult(prog, session.steps, list(session.refusals.values()), fused, unfused)
 
 
 PASSES = {"kfcm": kfcm, "kf-trad": kf_trad}

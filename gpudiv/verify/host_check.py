@@ -79,6 +79,8 @@ class HostTransform:
                 "fused_kernels": self.result.fused,
                 "steps": [s.to_json() for s in self.result.steps],
                 "refusals": [r.to_json() for r in self.result.refusals],
+                "unfused": [{"kernel": k, "line": n, "blocked": b}
+                            for k, n, b in self.result.unfused],
                 "runs": [r.to_json() for r in self.runs]}
 
 
