@@ -389,8 +389,8 @@ def kf_trad(prog: h.HostProgram) -> FusionResult:
     split_critical_edges(prog)
     while len(session.steps) < MAX_STEPS:
         launches = prog.launches()
-        atoms = _sets(solve_rules("kf_trad.lp", session.facts(launches, "all")))
-        for a, b in atoms.get("trad_refused", set()):
+        atoms = solve_rules("kf_trad.lp", session.facts(launches, "all"))
+        for a, b in atoms.get("trad_refused", []):
             session.refuse(a, b)
         order = {n: i for i, n in enumerate(launches)}
         pairs = sorted(atoms.get("trad_fusible", set()), key=lambda p: order[p[0]])
