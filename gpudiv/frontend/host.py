@@ -176,11 +176,7 @@ class _Reader:
         loc, kids = _loc(tree), tree.children
         kind = tree.data
         if kind == "assign":
-            value = self.expr(kids[1])
-            declared = FUNC_TYPES.get(value.name, h.SCALAR) if isinstance(value, h.Func) \
-                else h.SCALAR
-            self.declare(str(kids[0]), declared, _loc(kids[0]))
-            n = self.node(h.Assign(str(kids[0]), value), loc)
+            n = self.node(h.Assign(str(kids[0]), self.expr(kids[1])), loc)
         elif kind == "hstore":
             stmt = h.Store(str(kids[0]), self.expr(kids[1]), self.expr(kids[2]))
             n = self.node(stmt, loc)
@@ -239,6 +235,12 @@ class _Reader:
                 self.input_(item)
             else:
                 stmts.append(item)
+        for assign in tree.iter_subtrees_topdown():  # one type per variable, in source order
+            if assign.data == "assign":
+                value = assign.children[1]
+                kind = FUNC_TYPES.get(str(value.children[0]), h.SCALAR) \
+                    if value.data == "func" else h.SCALAR
+                self.declare(str(assign.children[0]), kind, _loc(assign.children[0]))
         prog.end = self.node(h.Nop(), ir.Loc(text.count("\n") + 1))
         first = self.block(stmts, prog.end)
         prog.start = self.node(h.Nop(), ir.Loc(1))

@@ -232,8 +232,9 @@ class _Host:
                 self.launch_musimd(ref, stmt, grid, block, args, buffers)
             else:
                 self.launch_ptx(ref, grid, block, args, buffers)
-        except ExecutionError as error:
-            raise self.error(loc, f"launch of {stmt.kernel} failed: {error}") from None
+        except (ExecutionError, HostRunError) as error:
+            message = str(error).split(" error: ", 1)[-1]
+            raise self.error(loc, f"launch of {stmt.kernel} failed: {message}") from None
 
     def launch_musimd(self, ref: h.KernelRef, stmt: h.Launch, grid: int, block: int,
                       args: dict[str, object], buffers: dict[str, int]) -> None:
@@ -258,11 +259,9 @@ class _Host:
         for address, value in memory.items():
             number, offset = divmod(address, BUFFER_STRIDE)
             data = self.allocations[number] if number in owned else None
-            if data is None or offset >= len(data):
-                if value != 0:
-                    raise ExecutionError(f"kernel {stmt.kernel} wrote address {address}, "
-                                         "outside the buffers it was given")
-                continue
+            if data is None or offset >= len(data):  # reads never add cells: a write
+                raise HostRunError(f"{self.prog.path}: error: kernel {stmt.kernel} wrote "
+                                   f"address {address}, outside the buffers it was given")
             data[offset] = value
 
     def launch_ptx(self, ref: h.KernelRef, grid: int, block: int, args: dict[str, object],
