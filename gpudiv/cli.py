@@ -34,6 +34,7 @@ from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
 from gpudiv.deadlock_command import register as register_deadlock
 from gpudiv.explain import register as register_explain
+from gpudiv.fuse_cli import register as register_fuse
 from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import (
     ExecutionError,
@@ -47,7 +48,6 @@ from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError, load
 from gpudiv.oracle import CHECK_MAX_STEPS
 from gpudiv.report import check_json, render_check
-from gpudiv.fuse_cli import register as register_fuse
 from gpudiv.structure_cli import register as register_structure
 from gpudiv.transform_cli import register as register_transform
 

@@ -122,6 +122,9 @@ def report_text(done: HostTransform) -> list[str]:
                     f"(line {s.fused_line}) as {s.fused_name}")
         else:
             what = f"{s.phase}: {s.kernel} (line {s.line}) sunk, nothing fused"
+        if s.forwarded or s.removed:
+            what += (f"; {s.forwarded} loads forwarded from a register, {s.removed} "
+                     "stores of a dead buffer removed")
         lines.append(f"  {what}")
         for c in s.compensation:
             lines.append(f"    {s.kernel} placed unfused at the {c}")

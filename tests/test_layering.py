@@ -16,14 +16,16 @@ STAGES = ["ir", "lang", "analyses", "transforms", "interp", "verify", "report", 
 FOLDERS = {"frontend": "lang", "printers": "lang", "analyses": "analyses",
            "transforms": "transforms", "interp": "interp", "verify": "verify"}
 MODULES = {
-    "ir": "ir", "hostir": "ir", "irverify": "ir", "cfg": "ir", "ssa": "ir", "operators": "ir", "perf": "ir",
+    "ir": "ir", "hostir": "ir", "irverify": "ir",
+    "cfg": "ir", "ssa": "ir", "operators": "ir", "perf": "ir",
     "load": "lang",
     "solve": "analyses", "facts": "analyses", "invariants": "analyses", "schema": "analyses",
     "findings": "analyses",
     "oracle": "verify", "randprog": "verify",
     "api": "report", "report": "report", "sarif": "report", "htmlreport": "report",
     "dot": "report", "export": "report", "corpus": "report", "experiment": "report",
-    "cli": "cli", "commands": "cli", "transform_cli": "cli", "structure_cli": "cli", "fuse_cli": "cli",
+    "cli": "cli", "commands": "cli", "transform_cli": "cli", "structure_cli": "cli",
+    "fuse_cli": "cli",
     "compare": "cli",
     "explain": "cli", "ptxrun": "cli",
 }

@@ -1,6 +1,7 @@
 """Host program (CFG) → text in the flat form of `grammar/host.lark`: one labelled
-statement per node (`nK: ...`) in source-line order (ties in reverse postorder), `goto` where the next node is not
-the successor, `if c goto nT else nF` for branches. It parses back to the same CFG."""
+statement per node (`nK: ...`) in source-line order (ties in reverse postorder), `goto`
+where the next node is not the successor, `if c goto nT else nF` for branches. It
+parses back to the same CFG."""
 
 from __future__ import annotations
 

@@ -31,10 +31,13 @@ Poly = dict[tuple[str, ...], int]  # monomial (sorted factor names) → coeffici
 
 @dataclass
 class Fused:
-    """A fused kernel and the launch that runs it."""
+    """A fused kernel, the launch that runs it, and the global-memory accesses it saves:
+    loads of the intermediate buffer read from a register, stores of it removed."""
 
     ref: h.KernelRef
     launch: h.Launch
+    forwarded: int = 0
+    removed: int = 0
 
 
 def _poly_add(a: Poly, b: Poly, sign: int = 1) -> Poly:
@@ -124,7 +127,8 @@ def _base(acc: Access, param: str) -> Poly | None:
 
 def _where(ref: h.KernelRef, acc: Access) -> str:
     verb = "writes" if acc.writes else "reads"
-    return f"{ref.kernel.name} {verb} '{acc.instr.text or acc.instr.kind}' at line {acc.instr.loc.line}"
+    text = acc.instr.text or acc.instr.kind
+    return f"{ref.kernel.name} {verb} '{text}' at line {acc.instr.loc.line}"
 
 
 def dependence_problem(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
@@ -213,9 +217,66 @@ def _names(kernel: ir.Kernel) -> set[str]:
     return found
 
 
+def _straight(kernel: ir.Kernel) -> bool:
+    """One block, no branch: every instruction runs once in every thread."""
+    return len(kernel.blocks) == 1 and not any(i.kind == ir.BRANCH
+                                               for i in kernel.instructions())
+
+
+def _based(accs: list[Access], param: str) -> list[tuple[Access, Poly | None]]:
+    """The accesses of a kernel whose address has `param` in it, with their index."""
+    return [(x, _base(x, param)) for x in accs
+            if x.poly is None or any(param in k for k in x.poly)]
+
+
+def forward_stores(one: ir.Kernel, two: ir.Kernel, buffers: dict[str, str],
+                   dead: set[str]) -> tuple[int, int]:
+    """Store-to-load forwarding from the first body to the second, and removal of the
+    forwarded stores whose buffer is dead on the host afterwards (Fig 5.1). `buffers`:
+    pointer parameter → host buffer (alias class). Returns (loads forwarded, stores
+    removed). Only a straight-line first body whose one store to a buffer is at a
+    per-thread address, into a buffer no other parameter names, and a second body that
+    never writes that buffer, qualify: then the same thread stored exactly that value."""
+    if not _straight(one):
+        return 0, 0
+    forwarded = removed = 0
+    acc_one, acc_two = accesses(one), accesses(two)
+    for param, buffer in buffers.items():
+        if list(buffers.values()).count(buffer) != 1:
+            continue
+        mine, theirs = _based(acc_one, param), _based(acc_two, param)
+        stores = [(x, i) for x, i in mine if x.writes]
+        if len(stores) != 1 or any(x.writes for x, _ in theirs):
+            continue
+        (store, index), = stores
+        value = store.instr.args[1]
+        body = one.blocks[0].instructions
+        place = {id(i): k for k, i in enumerate(body)}
+        at = place[id(store.instr)]
+        if index is None or not _per_thread(index) or (isinstance(value, ir.Var) and any(
+                i.dest == value.name for i in body[at + 1:])):
+            continue
+        for load, where in theirs:
+            if where == index and load.instr.kind == ir.LOAD:
+                instr = load.instr
+                instr.kind, instr.operator, instr.args, instr.space = \
+                    ir.ASSIGN, "copy", (value,), None
+                instr.text = f"{instr.dest} = {value}"
+                forwarded += 1
+        later_loads = any(x.instr.kind != ir.STORE and place[id(x.instr)] > at
+                          for x, _ in mine)
+        still_read = any(x.instr.kind == ir.LOAD for x, _ in _based(accesses(two), param))
+        if buffer in dead and not later_loads and not still_read:
+            del body[at]
+            removed += 1
+    return forwarded, removed
+
+
 def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
-         name: str) -> Fused:
-    """The kernel that runs `first`'s body, a barrier, then `second`'s body, and its launch."""
+         name: str, alias: dict[str, str] | None = None,
+         dead: set[str] = frozenset()) -> Fused:
+    """The kernel that runs `first`'s body, a barrier, then `second`'s body, and its launch
+    (with store-to-load forwarding, and dead-store removal for buffers in `dead`)."""
     one, two = clone_kernel(first.kernel), clone_kernel(second.kernel)
     params_a, params_b = explicit_params(first), explicit_params(second)
     arg_of = {p: str(x) for p, x in zip(params_a, a.args, strict=True)}
@@ -244,6 +305,12 @@ def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
             if instr.kind == ir.STOP:
                 block.instructions[i] = replace(instr, kind=ir.JUMP, target=join,
                                                 text=f"jump {join}", id=ir.NO_ID)
+    pointers = frozenset({p for p in params_a if p in first.pointer_params}
+                         | {names[p] for p in params_b if p in second.pointer_params})
+    alias = alias or {}
+    bound = {p: alias.get(str(x), str(x)) for p, x in zip(params, args, strict=True)
+             if p in pointers}
+    forwarded, removed = forward_stores(one, two, bound, set(dead))
     barrier = ir.Instruction(ir.BARRIER, one.loc, text="barrier")
     blocks = [*one.blocks, ir.Block(join, [barrier], one.loc), *two.blocks]
     for block in blocks:  # the two bodies numbered their instructions separately
@@ -252,7 +319,5 @@ def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
     registers = {**one.registers, **{names.get(r, r): t for r, t in two.registers.items()}}
     kernel = ir.Kernel(name, params + implicit, blocks, one.loc, dict(one.specials),
                        registers=registers)
-    pointers = frozenset({p for p in params_a if p in first.pointer_params}
-                         | {names[p] for p in params_b if p in second.pointer_params})
     ref = h.KernelRef(kernel, "musimd", f"{first.source}+{second.source}", pointers)
-    return Fused(ref, h.Launch(name, a.grid, a.block, tuple(args)))
+    return Fused(ref, h.Launch(name, a.grid, a.block, tuple(args)), forwarded, removed)

@@ -42,6 +42,8 @@ class Step:
     fused_line: int | None = None
     compensation: list[str] = field(default_factory=list)
     predicates: dict[str, list[str]] = field(default_factory=dict)
+    forwarded: int = 0  # loads of the intermediate buffer now read from a register
+    removed: int = 0  # stores of a buffer dead on the host, removed
 
     def to_json(self) -> dict:
         """The step as plain data."""
@@ -133,6 +135,33 @@ def kills(prog: h.HostProgram, k: int, n: int, alias: dict[str, str]) -> bool:
     return kill_reason(prog, k, n, alias) is not None
 
 
+def dead_buffers(prog: h.HostProgram, n: int, gone: int, alias: dict[str, str]) -> set[str]:
+    """Buffers (alias classes) that nothing reads after node n before they are freed or
+    overwritten, the launch at `gone` ignored (it is being fused). A launch reads all its
+    buffers; the end reads every buffer (its final contents are the program's result)."""
+    every = set(alias.values())
+    live: dict[int, set[str]] = {m: set() for m in prog.nodes}
+    changed = True
+    while changed:
+        changed = False
+        for m in prog.nodes:
+            out = every if m == prog.end else set().union(*(live[s] for s in prog.succ[m]))
+            stmt = prog.nodes[m].stmt
+            if m == gone:
+                stmt = h.Nop()
+            if isinstance(stmt, h.Launch):
+                out = out | _buffers(stmt, prog, alias)
+            elif isinstance(stmt, h.Call) and stmt.name in ("free", "memset"):
+                out = out - _buffers(stmt, prog, alias)
+            elif isinstance(stmt, h.Call) and stmt.name == "memcpy":
+                dst, src = (_buffers(h.Call("", (x,)), prog, alias) for x in stmt.args)
+                out = (out - dst) | src
+            if out != live[m]:
+                live[m], changed = out, True
+    after = set().union(*(live[s] for s in prog.succ[n])) if n != prog.end else every
+    return every - after
+
+
 # -- facts and solving ------------------------------------------------------------------
 
 
@@ -186,16 +215,21 @@ class _Session:
         self.refusals.setdefault((sa.kernel, sb.kernel, reason),
                                  Refusal(sa.kernel, la, sb.kernel, lb, reason))
 
-    def fused_kernel(self, a: int, b: int) -> h.Launch:
-        """Fuse the launch at a with the launch at b; register the kernel; its launch."""
+    def fused_kernel(self, a: int, b: int, at: int, gone: int, step: Step) -> h.Launch:
+        """Fuse the launch at a with the launch at b into one at node `at` (the launch at
+        `gone` is removed); register the kernel; record the savings in `step`."""
         prog = self.prog
         sa, sb = prog.nodes[a].stmt, prog.nodes[b].stmt
         base = f"Fused_{sa.kernel}_{sb.kernel}"
         name, k = base, 2
         while name in prog.kernels:
             name, k = f"{base}_{k}", k + 1
-        result = fuse(prog.kernels[sa.kernel], sa, prog.kernels[sb.kernel], sb, name)
+        dead = dead_buffers(prog, at, gone, self.alias)
+        result = fuse(prog.kernels[sa.kernel], sa, prog.kernels[sb.kernel], sb, name,
+                      self.alias, dead)
         prog.kernels[name] = result.ref
+        step.forwarded += result.forwarded
+        step.removed += result.removed
         return result.launch
 
 
@@ -259,7 +293,7 @@ def bkf(session: _Session, k: int) -> Step | None:
     """Hoist and fuse the launch at k by BKF; None when no fusion point is latest."""
     prog = session.prog
     sets = _sets(solve_rules("bkf.lp", session.facts([k], "before")))
-    for n, _, k2 in sets.get("xfusible_refused", set()):
+    for _, _, k2 in sets.get("xfusible_refused", set()):
         session.refuse(k2, k)
     latest = sets.get("xlatest", set())
     points = {n: k2 for n, _, k2 in sets.get("xfusible", set()) if n in latest}
@@ -273,7 +307,7 @@ def bkf(session: _Session, k: int) -> Step | None:
         if n in points:
             step.fused_with = prog.nodes[n].stmt.kernel
             step.fused_line = prog.nodes[n].loc.line
-            fused = session.fused_kernel(n, k)
+            fused = session.fused_kernel(n, k, n, k, step)
             step.fused_name = fused.kernel
             prog.nodes[n].stmt = fused
         else:
@@ -288,7 +322,7 @@ def fkf(session: _Session, k: int) -> Step | None:
     """Sink (and fuse) the launch at k by FKF; None when it would stay where it is."""
     prog = session.prog
     sets = _sets(solve_rules("fkf.lp", session.facts([k], "after")))
-    for n, _, k2 in sets.get("nfusable_refused", set()):
+    for _, _, k2 in sets.get("nfusable_refused", set()):
         session.refuse(k, k2)
     ninsert, xinsert = sets.get("ninsert", set()), sets.get("xinsert", set())
     points = {n: k2 for n, _, k2 in sets.get("nfusable", set()) if n in ninsert}
@@ -306,7 +340,7 @@ def fkf(session: _Session, k: int) -> Step | None:
         if n in points:
             step.fused_with = prog.nodes[n].stmt.kernel
             step.fused_line = prog.nodes[n].loc.line
-            fused = session.fused_kernel(k, n)
+            fused = session.fused_kernel(k, n, n, k, step)
             step.fused_name = fused.kernel
             prog.nodes[n].stmt = fused
         else:
@@ -399,7 +433,7 @@ def kf_trad(prog: h.HostProgram) -> FusionResult:
         a, b = pairs[0]
         step = Step("kf-trad", prog.nodes[b].stmt.kernel, prog.nodes[b].loc.line,
                     fused_with=prog.nodes[a].stmt.kernel, fused_line=prog.nodes[a].loc.line)
-        fused = session.fused_kernel(a, b)
+        fused = session.fused_kernel(a, b, a, b, step)
         step.fused_name = fused.kernel
         prog.nodes[a].stmt = fused
         prog.nodes[b].stmt = h.Nop()
