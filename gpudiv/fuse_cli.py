@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                       default="kfcm", help="the fusion to report (default kfcm)")
     fuse.add_argument("--verify", action="store_true",
                       help="also run both programs on every input and compare")
-    fuse.add_argument("--format", choices=("text", "json"), default="text")
+    fuse.add_argument("--format", choices=("text", "json"), default="text",
+                      help="output format")
     fuse.set_defaults(handler=cmd_fuse)
     host = sub.add_parser("host", help="run a host program on the interpreter",
                           description="Run a host program: its launches run on the SIMD "
@@ -45,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     host.add_argument("file", metavar="HOSTFILE", help="a .host program")
     host.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
                       help="the value of an input (others take their first value)")
-    host.add_argument("--format", choices=("text", "json"), default="text")
+    host.add_argument("--format", choices=("text", "json"), default="text",
+                      help="output format")
     host.set_defaults(handler=cmd_host)
 
 

@@ -217,10 +217,15 @@ def _names(kernel: ir.Kernel) -> set[str]:
     return found
 
 
-def _straight(kernel: ir.Kernel) -> bool:
-    """One block, no branch: every instruction runs once in every thread."""
-    return len(kernel.blocks) == 1 and not any(i.kind == ir.BRANCH
-                                               for i in kernel.instructions())
+def _straight(kernel: ir.Kernel, after: str | None = None) -> bool:
+    """No branch, and every jump goes to the next block (or, from the last, to `after`):
+    every instruction runs once in every thread, in program order."""
+    if any(i.kind == ir.BRANCH for i in kernel.instructions()):
+        return False
+    nexts = [b.label for b in kernel.blocks[1:]] + [after]
+    return all(b.terminator is None or b.terminator.kind != ir.JUMP
+               or b.terminator.target == following
+               for b, following in zip(kernel.blocks, nexts, strict=True))
 
 
 def _based(accs: list[Access], param: str) -> list[tuple[Access, Poly | None]]:
@@ -229,45 +234,56 @@ def _based(accs: list[Access], param: str) -> list[tuple[Access, Poly | None]]:
             if x.poly is None or any(param in k for k in x.poly)]
 
 
+def _forwardable(two: ir.Kernel, theirs: list[tuple[Access, Poly | None]],
+                 index: Poly) -> list[ir.Instruction] | None:
+    """The loads of the second body that read what the first body's store left: those at
+    the same index before the second body writes the buffer (None: none may be)."""
+    if not any(x.writes for x, _ in theirs):
+        return [x.instr for x, i in theirs if i == index and x.instr.kind == ir.LOAD]
+    if not _straight(two):
+        return None
+    order = {id(i): k for k, i in enumerate(two.instructions())}
+    first_write = min(order[id(x.instr)] for x, _ in theirs if x.writes)
+    return [x.instr for x, i in theirs if i == index and x.instr.kind == ir.LOAD
+            and order[id(x.instr)] < first_write]
+
+
 def forward_stores(one: ir.Kernel, two: ir.Kernel, buffers: dict[str, str],
-                   dead: set[str]) -> tuple[int, int]:
+                   dead: set[str], join: str) -> tuple[int, int]:
     """Store-to-load forwarding from the first body to the second, and removal of the
     forwarded stores whose buffer is dead on the host afterwards (Fig 5.1). `buffers`:
-    pointer parameter → host buffer (alias class). Returns (loads forwarded, stores
-    removed). Only a straight-line first body whose one store to a buffer is at a
-    per-thread address, into a buffer no other parameter names, and a second body that
-    never writes that buffer, qualify: then the same thread stored exactly that value."""
-    if not _straight(one):
+    pointer parameter → host buffer (alias class); the first body ends by jumping to
+    `join`. Returns (loads forwarded, stores removed). Only a straight first body whose
+    one store to a buffer is at a per-thread address, into a buffer no other parameter
+    names, qualifies; the second body's loads at that address before it writes the
+    buffer then read what the same thread stored."""
+    if not _straight(one, join):
         return 0, 0
     forwarded = removed = 0
-    acc_one, acc_two = accesses(one), accesses(two)
+    body = one.instructions()
+    place = {id(i): k for k, i in enumerate(body)}
     for param, buffer in buffers.items():
         if list(buffers.values()).count(buffer) != 1:
             continue
-        mine, theirs = _based(acc_one, param), _based(acc_two, param)
+        mine, theirs = _based(accesses(one), param), _based(accesses(two), param)
         stores = [(x, i) for x, i in mine if x.writes]
-        if len(stores) != 1 or any(x.writes for x, _ in theirs):
+        if len(stores) != 1:
             continue
         (store, index), = stores
-        value = store.instr.args[1]
-        body = one.blocks[0].instructions
-        place = {id(i): k for k, i in enumerate(body)}
-        at = place[id(store.instr)]
+        value, at = store.instr.args[1], place[id(store.instr)]
         if index is None or not _per_thread(index) or (isinstance(value, ir.Var) and any(
                 i.dest == value.name for i in body[at + 1:])):
             continue
-        for load, where in theirs:
-            if where == index and load.instr.kind == ir.LOAD:
-                instr = load.instr
-                instr.kind, instr.operator, instr.args, instr.space = \
-                    ir.ASSIGN, "copy", (value,), None
-                instr.text = f"{instr.dest} = {value}"
-                forwarded += 1
-        later_loads = any(x.instr.kind != ir.STORE and place[id(x.instr)] > at
-                          for x, _ in mine)
-        still_read = any(x.instr.kind == ir.LOAD for x, _ in _based(accesses(two), param))
+        for instr in _forwardable(two, theirs, index) or []:
+            instr.kind, instr.operator, instr.args, instr.space = \
+                ir.ASSIGN, "copy", (value,), None
+            instr.text = f"{instr.dest} = {value}"
+            forwarded += 1
+        later_loads = any(not x.writes and place[id(x.instr)] > at for x, _ in mine)
+        still_read = any(x.instr.kind != ir.STORE for x, _ in _based(accesses(two), param))
         if buffer in dead and not later_loads and not still_read:
-            del body[at]
+            for block in one.blocks:
+                block.instructions = [i for i in block.instructions if i is not store.instr]
             removed += 1
     return forwarded, removed
 
@@ -310,7 +326,7 @@ def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
     alias = alias or {}
     bound = {p: alias.get(str(x), str(x)) for p, x in zip(params, args, strict=True)
              if p in pointers}
-    forwarded, removed = forward_stores(one, two, bound, set(dead))
+    forwarded, removed = forward_stores(one, two, bound, set(dead), join)
     barrier = ir.Instruction(ir.BARRIER, one.loc, text="barrier")
     blocks = [*one.blocks, ir.Block(join, [barrier], one.loc), *two.blocks]
     for block in blocks:  # the two bodies numbered their instructions separately
