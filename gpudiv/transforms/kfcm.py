@@ -273,8 +273,14 @@ def _insert_before(prog: h.HostProgram, n: int, stmt: h.Stmt, loc: ir.Loc) -> in
 
 
 def _describe(prog: h.HostProgram, n: int) -> str:
-    """A node for reports: its number, line and statement."""
+    """A node for reports: its number, line and statement (an empty node on a split edge
+    by the edge)."""
     node = prog.nodes[n]
+    preds = prog.preds()[n]
+    if isinstance(node.stmt, h.Nop) and len(preds) == 1 and len(prog.succ[n]) == 1:
+        a, b = prog.nodes[preds[0]], prog.nodes[prog.succ[n][0]]
+        into = "the end" if prog.succ[n][0] == prog.end else f"line {b.loc.line}"
+        return f"n{n} (on the edge from line {a.loc.line} ({a.stmt}) to {into})"
     return f"n{n} (line {node.loc.line}: {node.stmt})"
 
 
