@@ -179,14 +179,16 @@ def transform_host_files(args: argparse.Namespace) -> int:
             if target.is_dir():
                 target = target / Path(path).name
             target.write_text(done.text(str(target)))
-            if done.result.fused:
-                Path(done.fused_file(str(target))).write_text(done.kernels_text())
+            for language in done.languages():
+                Path(done.fused_file(str(target), language)).write_text(
+                    done.kernels_text(language))
         elif not args.verify and args.format == "text":
             sys.stdout.write(done.text())
-            if done.result.fused:
-                sys.stdout.write("# fused kernels (-o writes them next to the program):\n")
+            for language in done.languages():
+                sys.stdout.write(f"# fused {language} kernels (-o writes them next to the "
+                                 "program):\n")
                 sys.stdout.write("".join(f"# {line}\n" for line in
-                                         done.kernels_text().splitlines()))
+                                         done.kernels_text(language).splitlines()))
         if args.verify and args.format == "text":
             print("\n".join(_runs_text(done)))
         if done.failed:

@@ -202,6 +202,8 @@ class KernelRef:
     language: str
     source: str
     pointer_params: frozenset[str] = frozenset()
+    text: str = ""  # a fused PTX kernel's module text (imported ones are read from source)
+    fused: bool = False
 
 
 @dataclass

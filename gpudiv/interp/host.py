@@ -267,6 +267,10 @@ class _Host:
     def launch_ptx(self, ref: h.KernelRef, grid: int, block: int, args: dict[str, object],
                    buffers: dict[str, int]) -> None:
         """The PTX interpreter over the grid; buffers as int32 arrays."""
+        if len(set(buffers.values())) != len(buffers):
+            raise HostRunError(f"{self.prog.path}: error: a PTX launch given one buffer for "
+                               "two parameters (the PTX interpreter gives each its own "
+                               "memory)")
         arrays = {p: self.allocations[n].astype(np.int32) for p, n in buffers.items()}
         launch = PtxLaunch((grid, 1, 1), (block, 1, 1), {**args, **arrays})
         result = run_ptx_kernel(ref.kernel, launch)

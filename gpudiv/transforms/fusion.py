@@ -20,11 +20,14 @@ Fig 5.1; shared/notes §5.6 item 7), and the checks that decide whether they may
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from gpudiv import hostir as h
 from gpudiv import ir
-from gpudiv.frontend.host import IMPLICIT_PARAMS, explicit_params
+from gpudiv.frontend.host import IMPLICIT_PARAMS, explicit_params, pointer_params
+from gpudiv.load import parse_text
 from gpudiv.transforms.builder import clone_kernel
+from gpudiv.transforms.ptx_fusion import PtxFusionError, fuse_ptx, module_header
 
 Poly = dict[tuple[str, ...], int]  # monomial (sorted factor names) → coefficient
 
@@ -65,31 +68,57 @@ def _definitions(kernel: ir.Kernel) -> dict[str, list[ir.Instruction]]:
     return defs
 
 
+# Special registers an address may use, by the name the polynomial gives them.
+SPECIALS = {"tid": "tid", "ntid": "ntid", "%tid.x": "tid", "%ntid.x": "ntid",
+            "%ctaid.x": "ctaid"}
+# PTX opcodes (their first part) as the μ-SIMD operators they compute on addresses.
+PTX_OPERATORS = {"mov": "copy", "cvta": "copy", "cvt": "copy", "add": "+", "sub": "-",
+                 "mul": "*", "shl": "<<", "mad": "mad"}
+
+
+def _operator(instr: ir.Instruction) -> str | None:
+    """The address arithmetic an instruction does (None: something else)."""
+    opcode = instr.attrs.get("opcode")
+    if opcode is None:
+        return instr.operator
+    root = str(opcode).split(".")
+    if root[0] in ("mul", "mad") and "hi" in root:
+        return None
+    return PTX_OPERATORS.get(root[0])
+
+
 def address_poly(operand: ir.Operand, kernel: ir.Kernel,
                  defs: dict[str, list[ir.Instruction]], depth: int = 0) -> Poly | None:
-    """An address as a polynomial in parameters, `tid` and `ntid` (None: not one)."""
+    """An address as a polynomial in parameters, `tid`, `ctaid` and `ntid` (None: not
+    one): traced through registers defined once by copies, +, -, *, << and PTX mad."""
     if isinstance(operand, ir.Const):
-        return {(): operand.value} if operand.value else {}
+        return {(): operand.value} if isinstance(operand.value, int) and operand.value else {}
     if isinstance(operand, ir.Special):
-        return {(operand.name,): 1} if operand.name in ("tid", "ntid") else None
+        return {(SPECIALS[operand.name],): 1} if operand.name in SPECIALS else None
     if operand.name in kernel.params:
         return {(operand.name,): 1}
     found = defs.get(operand.name, [])
-    if len(found) != 1 or depth > 64:
+    if len(found) != 1 or depth > 64 or found[0].guard is not None:
         return None
     instr = found[0]
-    if instr.kind != ir.ASSIGN or instr.guard is not None:
+    if instr.kind == ir.LOAD and instr.space == "param" and len(instr.args) == 1 \
+            and isinstance(instr.args[0], ir.Var) and instr.args[0].name in kernel.params:
+        return {(instr.args[0].name,): 1}
+    op = _operator(instr)
+    if instr.kind != ir.ASSIGN or op is None:
         return None
     parts = [address_poly(a, kernel, defs, depth + 1) for a in instr.args]
     if any(p is None for p in parts):
         return None
-    if instr.operator == "copy":
+    if op == "copy" and len(parts) == 1:
         return parts[0]
-    if instr.operator in ("+", "-") and len(parts) == 2:
-        return _poly_add(parts[0], parts[1], 1 if instr.operator == "+" else -1)
-    if instr.operator == "*" and len(parts) == 2:
+    if op in ("+", "-") and len(parts) == 2:
+        return _poly_add(parts[0], parts[1], 1 if op == "+" else -1)
+    if op == "*" and len(parts) == 2:
         return _poly_mul(parts[0], parts[1])
-    if instr.operator == "<<" and len(parts) == 2 and isinstance(instr.args[1], ir.Const) \
+    if op == "mad" and len(parts) == 3:
+        return _poly_add(_poly_mul(parts[0], parts[1]), parts[2])
+    if op == "<<" and len(parts) == 2 and isinstance(instr.args[1], ir.Const) \
             and 0 <= instr.args[1].value < 31:
         return _poly_mul(parts[0], {(): 1 << instr.args[1].value})
     return None
@@ -104,17 +133,29 @@ class Access:
     poly: Poly | None
 
 
+def _global(instr: ir.Instruction, ptx: bool) -> bool:
+    """Whether a memory instruction may touch device buffers (μ-SIMD: `shared`, the
+    host's device memory; PTX: global or generic)."""
+    if instr.kind not in (ir.LOAD, ir.STORE, ir.ATOMIC) or not instr.args:
+        return False
+    if ptx:
+        return instr.space not in ("local", "param", "shared", "const", "texture", "surface")
+    return instr.space != "local"
+
+
 def accesses(kernel: ir.Kernel) -> list[Access]:
-    """Every load, store and atomic of a kernel's global (μ-SIMD shared) memory."""
+    """Every load, store and atomic of a kernel's device buffers, with its address."""
     defs = _definitions(kernel)
+    ptx = "ptx_source" in kernel.attrs
     return [Access(i, i.kind != ir.LOAD, address_poly(i.args[0], kernel, defs))
-            for i in kernel.instructions()
-            if i.kind in (ir.LOAD, ir.STORE, ir.ATOMIC) and i.space != "local" and i.args]
+            for i in kernel.instructions() if _global(i, ptx)]
 
 
 def _per_thread(index: Poly) -> bool:
-    """`ctaid*ntid + tid + c`: an address only one thread of one block touches."""
-    return (index.get(("tid",), 0) == 1 and index.get(("ctaid", "ntid"), 0) == 1
+    """`s*(ctaid*ntid + tid) + c`: an address only one thread of one block touches (s is
+    the element size: 1 word in μ-SIMD, bytes in PTX)."""
+    step = index.get(("tid",), 0)
+    return (step != 0 and index.get(("ctaid", "ntid"), 0) == step
             and all(k in (("tid",), ("ctaid", "ntid"), ()) for k in index))
 
 
@@ -176,10 +217,16 @@ def shape_problem(a: h.Launch, b: h.Launch) -> str | None:
 def fusion_problem(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
                    alias: dict[str, str]) -> str | None:
     """Why launch `a` then launch `b` must not become one fused launch (None: they may)."""
-    for ref in (first, second):
-        if ref.language != "musimd":
-            return f"kernel {ref.kernel.name} is PTX; only μ-SIMD kernels are fused"
-    return shape_problem(a, b) or dependence_problem(first, a, second, b, alias)
+    if first.language != second.language:
+        return (f"kernel {first.kernel.name} is {first.language} and kernel "
+                f"{second.kernel.name} is {second.language}")
+    problem = shape_problem(a, b) or dependence_problem(first, a, second, b, alias)
+    if problem is None and first.language == "ptx":
+        try:
+            _fuse_ptx(first, a, second, b, "fusion_check")
+        except PtxFusionError as error:
+            return str(error)
+    return problem
 
 
 def _fresh(name: str, taken: set[str]) -> str:
@@ -293,6 +340,8 @@ def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
          dead: set[str] = frozenset()) -> Fused:
     """The kernel that runs `first`'s body, a barrier, then `second`'s body, and its launch
     (with store-to-load forwarding, and dead-store removal for buffers in `dead`)."""
+    if first.language == "ptx":
+        return _fuse_ptx(first, a, second, b, name)
     one, two = clone_kernel(first.kernel), clone_kernel(second.kernel)
     params_a, params_b = explicit_params(first), explicit_params(second)
     arg_of = {p: str(x) for p, x in zip(params_a, a.args, strict=True)}
@@ -335,5 +384,33 @@ def fuse(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
     registers = {**one.registers, **{names.get(r, r): t for r, t in two.registers.items()}}
     kernel = ir.Kernel(name, params + implicit, blocks, one.loc, dict(one.specials),
                        registers=registers)
-    ref = h.KernelRef(kernel, "musimd", f"{first.source}+{second.source}", pointers)
+    ref = h.KernelRef(kernel, "musimd", f"{first.source}+{second.source}", pointers,
+                      fused=True)
     return Fused(ref, h.Launch(name, a.grid, a.block, tuple(args)), forwarded, removed)
+
+
+def _ptx_text(ref: h.KernelRef) -> str:
+    """The module text a PTX kernel is in."""
+    return ref.text or Path(ref.source).read_text()
+
+
+def _fuse_ptx(first: h.KernelRef, a: h.Launch, second: h.KernelRef, b: h.Launch,
+              name: str) -> Fused:
+    """Fuse two PTX kernels on their text and read the result back."""
+    arg_of = {str(x): p for p, x in zip(explicit_params(first), a.args, strict=True)
+              if p in first.pointer_params}
+    shared = {p: arg_of[str(x)] for p, x in zip(explicit_params(second), b.args, strict=True)
+              if p in second.pointer_params and str(x) in arg_of}
+    text_a = _ptx_text(first)
+    entry = fuse_ptx(first.kernel, text_a, second.kernel, _ptx_text(second), shared, name)
+    module = module_header(text_a) + "\n" + entry
+    program = parse_text(module, f"{name}.ptx", "ptx")
+    if program.errors or len(program.kernels) != 1:
+        raise PtxFusionError(f"the fused kernel {name} does not read back: "
+                             f"{program.errors[0] if program.errors else 'no kernel'}")
+    kernel = program.kernels[0]
+    args = list(a.args) + [x for p, x in zip(explicit_params(second), b.args, strict=True)
+                           if p not in shared]
+    ref = h.KernelRef(kernel, "ptx", f"{first.source}+{second.source}",
+                      pointer_params(kernel), text=module, fused=True)
+    return Fused(ref, h.Launch(name, a.grid, a.block, tuple(args)))

@@ -458,8 +458,7 @@ def _finish(session: _Session) -> FusionResult:
                 prog.succ[p] = [target if x == n else x for x in prog.succ[p]]
             del prog.nodes[n], prog.succ[n]
     used = {prog.nodes[n].stmt.kernel for n in prog.launches()}
-    fused = [name for name, ref in prog.kernels.items() if ref.source.count("+")
-             and name in used]
+    fused = [name for name, ref in prog.kernels.items() if ref.fused and name in used]
     unfused = [(prog.nodes[k].stmt.kernel, prog.nodes[k].loc.line, blocked(session, k))
                for k in prog.launches() if prog.nodes[k].stmt.kernel not in fused]
     return FusionResult(prog, session.steps, list(session.refusals.values()), fused, unfused)

@@ -15,6 +15,7 @@ from gpudiv.interp.host import HostCounters, HostRun, HostRunError, input_sets, 
 from gpudiv.printers.host import print_fused, print_host
 from gpudiv.transforms.base import PassError
 from gpudiv.transforms.kfcm import PASSES, FusionResult
+from gpudiv.transforms.ptx_fusion import entry_text, module_header
 
 
 @dataclass
@@ -50,9 +51,14 @@ class HostTransform:
         """Some input made the two programs differ (or fail)."""
         return any(r.status != "equal" for r in self.runs)
 
-    def fused_file(self, host_target: str) -> str:
+    def languages(self) -> list[str]:
+        """The languages of the fused kernels (μ-SIMD first)."""
+        kernels = self.result.program.kernels
+        return sorted({kernels[n].language for n in self.result.fused}, reverse=True)
+
+    def fused_file(self, host_target: str, language: str = "musimd") -> str:
         """Where the fused kernels of a program written to `host_target` go."""
-        return str(Path(host_target).with_suffix("")) + ".fused.musimd"
+        return str(Path(host_target).with_suffix("")) + f".fused.{language}"
 
     def text(self, target: str | None = None) -> str:
         """The transformed host program, its imports relative to `target` (or as given)."""
@@ -61,15 +67,21 @@ class HostTransform:
         imports = [str(base / i) for i in prog.imports]
         if target is not None:
             imports = [os.path.relpath(i, Path(target).parent) for i in imports]
-            if self.result.fused:
-                imports.append(Path(self.fused_file(target)).name)
+            imports += [Path(self.fused_file(target, lang)).name for lang in self.languages()]
         else:
             imports = list(prog.imports)
         return print_host(prog, imports)
 
-    def kernels_text(self) -> str:
-        """The fused kernels as μ-SIMD."""
-        return print_fused(self.result.program, self.result.fused)
+    def kernels_text(self, language: str = "musimd") -> str:
+        """The fused kernels of one language (μ-SIMD text, or a PTX module)."""
+        kernels = self.result.program.kernels
+        names = [n for n in self.result.fused if kernels[n].language == language]
+        if language == "musimd":
+            return print_fused(self.result.program, names)
+        if not names:
+            return ""
+        header = module_header(kernels[names[0]].text)
+        return header + "".join("\n" + entry_text(kernels[n].text, n) + "\n" for n in names)
 
     def to_json(self) -> dict:
         """Everything but the texts, as plain data."""
