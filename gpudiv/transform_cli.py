@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE|DIR",
                         help="files, and folders searched for .musimd/.ptx files")
     parser.add_argument("--pass", dest="passes", metavar="P[,P…]",
-                        help="passes to run in order (see --list)")
+                        help="passes to run in order (see --list); a .host program takes "
+                             "kfcm or kf-trad")
     parser.add_argument("--list", action="store_true", help="list the passes and exit")
     parser.add_argument("--kernel", help="transform only this kernel")
     parser.add_argument("-o", "--output", metavar="OUT",

@@ -115,6 +115,8 @@ class _Reader:
     def input_(self, tree: Tree) -> None:
         """`input n = 1 | 2`: a scalar input and the values to try (the first by default)."""
         name = tree.children[0]
+        if str(name) in self.program.inputs:
+            raise self.error(_loc(name), f"input '{name}' declared twice")
         self.declare(str(name), h.SCALAR, _loc(name))
         self.program.inputs[str(name)] = [int(v.children[0]) for v in tree.children[1:]]
 
@@ -265,6 +267,9 @@ def _parse(text: str, path: str) -> Tree:
         line = text.count("\n") + 1
         raise HostError(f"{path}:{line}:1: error: unexpected end of file") from None
     except UnexpectedToken as error:
+        if error.token.type == "$END":
+            line = text.count("\n") + 1
+            raise HostError(f"{path}:{line}:1: error: unexpected end of file") from None
         raise HostError(f"{path}:{error.line}:{error.column}: error: unexpected "
                         f"'{error.token}'") from None
     except UnexpectedCharacters as error:

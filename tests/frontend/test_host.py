@@ -48,6 +48,8 @@ def test_flat_form_with_labels_and_gotos():
     ("goto Z\n", "5:6: error: unknown label 'Z'"),
     ("x = = 1\n", "5:5: error: unexpected '='"),
     ("x = y\n", "5:5: error: undefined variable 'y'"),
+    ("x = 1 +\n", "6:1: error: unexpected end of file"),
+    ("input a = 1\ninput a = 2\n", "6:7: error: input 'a' declared twice"),
 ])
 def test_bad_programs_get_one_located_line(body, message):
     text = error_of(body)
