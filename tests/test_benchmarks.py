@@ -26,7 +26,7 @@ TINY = {
     "bench_policies.py": ["--repeat", "1", "--json"],
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
-    "bench_kfcm.py": ["samples/host/fig5_2.host"],
+    "bench_kfcm.py": ["samples/host/fig5_14.host"],
 }
 
 
