@@ -176,20 +176,42 @@ def _latches(kernel: ir.Kernel, plan: Plan) -> list[tuple[str, str]]:
 
 
 def _chain(rewriter: Rewriter, point: Point, cases: list[tuple[str, str]],
-           loc: ir.Loc) -> str:
-    """The switch blocks of one safe point, `bnz flag, header` per case, placed so that
-    the last one falls through to the point; every edge into the point goes to the first
-    one. Its label."""
+           loc: ir.Loc, loop_first: bool = False) -> str:
+    """The switch blocks of one safe point, placed so that the chain ends at the point;
+    every edge into the point goes to the first one. Its label.
+
+    By default one `bnz flag, header` per case, the last falling through to the point
+    (the lanes that go on run first under `ipdom`). With `loop_first` (kernels written
+    for the `sync` policy, whose stack merges the lanes that leave a loop only when the
+    leaving lanes are the ones that jump): `bz flag, next` then `jump header` per case."""
     kernel = rewriter.kernel
     where, label = point
     after = label if where == "after" else kernel.blocks[rewriter.index(label) - 1].label
-    names = []
-    for flag, header in cases:
+    if loop_first and where == "after":
+        following = rewriter.fall_through(rewriter.index(label))
+        if following is None:
+            raise PassError(f"kernel {kernel.name}: no block after {label}")
+        goal = following
+    else:
+        goal = label
+    names: list[str] = []
+    for n in range(len(cases)):
         name = rewriter.fresh_label(f"ssde_switch_{label}")
-        test = ir.Instruction(ir.BRANCH, loc, args=(ir.Var(flag),), operator="bnz",
-                              target=header, text=f"bnz {flag}, {header}")
-        after = rewriter.add_block(name, [test], after=after).label
+        while name in names:
+            name = rewriter.fresh_label(f"ssde_switch_{label}_{n}")
         names.append(name)
+    for n, (flag, header) in enumerate(cases):
+        if loop_first:
+            nxt = names[n + 1] if n + 1 < len(cases) else goal
+            test = ir.Instruction(ir.BRANCH, loc, args=(ir.Var(flag),), operator="bz",
+                                  target=nxt, text=f"bz {flag}, {nxt}")
+            after = rewriter.add_block(names[n], [test], after=after).label
+            after = rewriter.add_block(rewriter.fresh_label(f"{names[n]}_loop"),
+                                       [_jump(header, loc)], after=after).label
+        else:
+            test = ir.Instruction(ir.BRANCH, loc, args=(ir.Var(flag),), operator="bnz",
+                                  target=header, text=f"bnz {flag}, {header}")
+            after = rewriter.add_block(names[n], [test], after=after).label
     if where == "block":
         for block in kernel.blocks:
             if block.label not in names:
@@ -212,8 +234,9 @@ def _route_latch(rewriter: Rewriter, latch: str, header: str, flag: str,
     return 1
 
 
-def rewrite(kernel: ir.Kernel, plans: list[Plan]) -> dict[str, object]:
-    """Algorithm 3 on the kernel (in place); what it added."""
+def rewrite(kernel: ir.Kernel, plans: list[Plan], loop_first: bool = False
+            ) -> dict[str, object]:
+    """Algorithm 3 on the kernel (in place); what it added. `loop_first`: see `_chain`."""
     rewriter = Rewriter(kernel)
     size, blocks = kernel.instruction_count, len(kernel.blocks)
     loc = kernel.blocks[0].loc
@@ -239,7 +262,7 @@ def rewrite(kernel: ir.Kernel, plans: list[Plan]) -> dict[str, object]:
                 rewriter.insert_at_start(header, _set(flag, 0, head.loc))
                 cases.append((flag, header))
                 routes += [(t, header, flag) for t, h in latches[plan.loop] if h == header]
-        switch = _chain(rewriter, point, cases, loc)
+        switch = _chain(rewriter, point, cases, loc, loop_first)
         for latch, header, flag in routes:
             edge_blocks += _route_latch(rewriter, latch, header, flag, switch)
         safe_points.append({"switch": switch, "point": point[1] if point[0] == "block"
@@ -251,6 +274,31 @@ def rewrite(kernel: ir.Kernel, plans: list[Plan]) -> dict[str, object]:
             "instructions_added": kernel.instruction_count - size,
             "blocks_before": blocks, "blocks_after": len(kernel.blocks),
             "safe_points": safe_points}
+
+
+def resync(kernel: ir.Kernel) -> int:
+    """Write the reconvergence points of the rewritten CFG into a μ-SIMD kernel that
+    says its own (the `sync` policy): every `sync` goes, then each conditional branch
+    gets one at the start of its immediate post-dominator (Sampaio's pairing, which the
+    samples written for `sync` follow). The number of `sync`s written."""
+    for block in kernel.blocks:
+        block.instructions = [i for i in block.instructions if i.kind != ir.SYNC]
+    cfg = build_cfg(kernel)
+    rewriter = Rewriter(kernel)
+    count = 0
+    for block in list(kernel.blocks):
+        term = block.terminator
+        if term is None or term.kind != ir.BRANCH or block.label not in cfg.ipdom:
+            continue
+        meet = cfg.ipdom[block.label]
+        while meet in cfg.synthetic:
+            meet = cfg.synthetic[meet]
+        if meet == EXIT:
+            raise PassError(f"kernel {kernel.name}: the branch ending {block.label} has "
+                            "no block to reconverge at (its paths end in different stops)")
+        rewriter.insert_at_start(meet, ir.Instruction(ir.SYNC, term.loc, text="sync"))
+        count += 1
+    return count
 
 
 def plan_kernel(kernel: ir.Kernel) -> list[Plan]:
@@ -280,7 +328,10 @@ class SSDE(Pass):
         if not plans:
             kernel.attrs[STATS] = {"flagged_loops": 0}
             return kernel
-        kernel.attrs[STATS] = rewrite(kernel, plans)
+        explicit = any(i.kind == ir.SYNC for i in kernel.instructions())
+        kernel.attrs[STATS] = rewrite(kernel, plans, loop_first=explicit)
+        if explicit:
+            kernel.attrs[STATS]["syncs"] = resync(kernel)
         return kernel
 
     def run_program(self, program: ir.Program, kernels: set[str] | None = None) -> None:

@@ -24,6 +24,7 @@ from gpudiv.transforms import Pipeline
 
 SAMPLES = Path(__file__).parents[2] / "samples"
 MUSIMD = SAMPLES / "musimd"
+DATA = Path(__file__).parents[1] / "data" / "ssde"
 
 
 def _rewrite(path: Path):
@@ -147,3 +148,37 @@ def test_transform_verify_cli(capsys):
     assert kernel["ssde"]["original_hangs_under_ipdom"] > 0
     assert kernel["ssde"]["detections_after"] == 0
     assert kernel["ssde"]["compared_runs"] == kernel["runs"] > 0
+
+
+def _finish_like_mimd(path: Path, policies: tuple[str, ...]) -> object:
+    """The rewrite of a test kernel run under each policy, against the original under
+    mimd (8 threads in warps of 4, lock free); the rewritten kernel."""
+    program, printed, _ = _rewrite(path)
+    (old,), (new,) = program.kernels, printed.kernels
+    launch = LaunchConfig(threads=8, warp_width=4, params={"m": 0, "a": 8},
+                          shared=dict.fromkeys(range(24), 0), max_steps=4000)
+    reference = run_kernel(old, LaunchConfig(**{**launch.__dict__, "reconvergence": "mimd"}))
+    for policy in policies:
+        with pytest.raises(ExecutionError, match="SIMT deadlock|did not finish"):
+            run_kernel(old, LaunchConfig(**{**launch.__dict__, "reconvergence": policy}))
+        after = run_kernel(new, LaunchConfig(**{**launch.__dict__, "reconvergence": policy}))
+        assert after.shared == reference.shared
+    assert _detections(new) == 0
+    return new
+
+
+def test_safe_point_at_the_kernel_end():
+    """A release followed by writes on paths that end in two stops: SafePDom is the
+    kernel's end, so both stops jump to one exit block with the switch before it."""
+    new = _finish_like_mimd(DATA / "exit_safe_point.musimd", ("ipdom",))
+    stops = [b for b in new.blocks if b.terminator and b.terminator.kind == "stop"]
+    assert len(stops) == 1
+
+
+def test_sync_points_are_rewritten_for_the_sync_policy():
+    """A kernel written for the `sync` policy gets its `sync`s at the new reconvergence
+    points (the switch block and its continuation); it finishes under sync and ipdom."""
+    new = _finish_like_mimd(DATA / "spin_lock_sync.musimd", ("sync", "ipdom"))
+    assert new.attrs.get("transform_stats") is None  # read back from the printed text
+    syncs = [b.label for b in new.blocks for i in b.instructions if i.kind == "sync"]
+    assert len(syncs) == 2 and syncs[0].startswith("ssde_switch")
