@@ -8,12 +8,13 @@ detections), and the time of `gpudiv deadlock` against `gpudiv analyze` on the s
 
 `--ssde` prints instead the overheads of the SSDE rewrite (`gpudiv transform --pass ssde`)
 like Table III: per rewritten kernel the loops transformed, static instructions and
-registers added, and on the interpreter the dynamic warp instructions and SIMD efficiency
-of the original under `mimd` (the reference: under `ipdom` it hangs) against the result
-under `ipdom`, on one launch (μ-SIMD: the golden launch of tests/analyses/test_deadlock.py,
-one warp of 4 lanes; PTX: the first launch `gpudiv check` synthesizes), whether the
-original hangs there under `ipdom`, whether the memories are equal, and what `gpudiv
-deadlock` finds in the result.
+registers added, and on the interpreter the warp instructions (issues), lane
+instructions (the threads' work) and SIMD efficiency of the original under `mimd` (the
+reference: under `ipdom` it hangs; every thread runs on its own there, so its warp and
+lane counts are equal) against the result under `ipdom`, on one launch (μ-SIMD: the
+golden launch of tests/analyses/test_deadlock.py, one warp of 4 lanes; PTX: the first
+launch `gpudiv check` synthesizes); whether the original hangs there under `ipdom`,
+whether the memories are equal, and what `gpudiv deadlock` finds in the result.
 
 Groups: CUDA samples built with -O3 (`*.O3.ptx`), with -G (`*.G.ptx`), other PTX, and
 μ-SIMD. Files named `deadlock_*` are the samples written to hang (or to look like they
@@ -177,6 +178,8 @@ def ssde_rows(paths: list[str]) -> list[dict]:
             else:
                 row |= {"warp_mimd": before.counters.warp_instructions,
                         "warp_ssde": after.counters.warp_instructions,
+                        "lane_mimd": before.counters.lane_instructions,
+                        "lane_ssde": after.counters.lane_instructions,
                         "simd_eff_ssde": round(after.counters.simd_efficiency, 3),
                         "memory_equal": _first_difference(
                             _memories(program.language, before),
@@ -188,10 +191,11 @@ def ssde_rows(paths: list[str]) -> list[dict]:
 def render_ssde(rows: list[dict]) -> str:
     """The overhead table."""
     head = ("file", "kernel", "loops", "instr", "+instr", "+regs", "hangs", "warp mimd",
-            "warp ssde", "eff ssde", "mem =", "det after")
+            "warp ssde", "lane mimd", "lane ssde", "eff ssde", "mem =", "det after")
     lines = ["  ".join(head)]
     for r in rows:
-        dyn = (f"{r['warp_mimd']}  {r['warp_ssde']}  {r['simd_eff_ssde']}  "
+        dyn = (f"{r['warp_mimd']}  {r['warp_ssde']}  {r['lane_mimd']}  {r['lane_ssde']}  "
+               f"{r['simd_eff_ssde']}  "
                f"{'yes' if r['memory_equal'] else 'NO'}" if "error" not in r
                else f"error: {r['error'][:60]}")
         pct = 100 * r["instructions_added"] / r["instructions_before"]

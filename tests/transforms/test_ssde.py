@@ -182,3 +182,22 @@ def test_sync_points_are_rewritten_for_the_sync_policy():
     assert new.attrs.get("transform_stats") is None  # read back from the printed text
     syncs = [b.label for b in new.blocks for i in b.instructions if i.kind == "sync"]
     assert len(syncs) == 2 and syncs[0].startswith("ssde_switch")
+
+
+def test_rewritten_ready_flags_need_the_absorbed_exit_rule():
+    """T3 rewritten: the spin loop becomes a cycle through the switch block, which every
+    iteration passes and where its exit branch reconverges. Walking from every exit
+    (`dl_off("absorbed_exit")`) still sees the flag store after the exit; by default the
+    lanes that leave there wait for nobody, and nothing is reported."""
+    from gpudiv.analyses import affine
+    from gpudiv.solve import shipped_rule
+
+    _, printed, _ = _rewrite(MUSIMD / "deadlock_t3_ready_flags.musimd")
+    (kernel,) = printed.kernels
+    assert _detections(kernel) == 0
+    driver = affine.analysis("d", 2, extra_rules=(shipped_rule("deadlock.lp"),))
+    driver = type(driver)(driver.name, driver.rule_files, driver.build,
+                          driver.extra + 'dl_off("absorbed_exit").\n')
+    verdicts = dict((loop, verdict) for loop, verdict, _ in
+                    driver(kernel).relations["dl_loop_verdict"])
+    assert verdicts == {"OUTER": "safe", "WAIT": "may-deadlock"}
