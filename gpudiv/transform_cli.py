@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpudiv.commands import CommandError
 from gpudiv.corpus import collect_inputs
+from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError
 from gpudiv.transforms import available
 from gpudiv.verify.transform_check import FileTransform, TransformError, transform
@@ -42,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", dest="format", action="store_const", const="json",
                         help="same as --format json")
     parser.add_argument("--seed", type=int, default=0, help="for the synthesized launches")
+    parser.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
+                        help="reconvergence policy of the --verify runs: auto (default), "
+                             "ipdom, sync (μ-SIMD `sync` and the reconvergence points "
+                             "written on branches), frontier, mimd")
     parser.set_defaults(handler=cmd_transform)
 
 
@@ -106,6 +111,7 @@ def cmd_transform(args: argparse.Namespace) -> int:
     for path in inputs:
         try:
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
+                               reconvergence=args.reconvergence,
                                seed=args.seed)
         except (TransformError, LoadError) as error:
             print(str(error), file=sys.stderr)

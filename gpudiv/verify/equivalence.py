@@ -134,14 +134,16 @@ def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
 
 
 def compare_kernels(before: ir.Kernel, after: ir.Kernel, language: str,
-                    seed: int = 0, policies: tuple[str | None, str | None] = (None, None),
+                    seed: int = 0, reconvergence: str = "auto",
+                    policies: tuple[str | None, str | None] = (None, None),
                     launches: list | None = None) -> Equivalence:
-    """Run both kernels on the same launches (`launches`, else those of `gpudiv check`)
-    and compare their memory; `policies`: the reconvergence policy of each run (None:
-    the launch's own)."""
+    """Run both kernels on the same launches (`launches`, else those of `gpudiv check`),
+    under the reconvergence policy (`gpudiv.interp.simt`) or, where `policies` names one,
+    under each kernel's own, and compare their memory."""
     report = Equivalence(before.name)
     failures: list[str] = []
     for launch in launches_for(language, before, seed) if launches is None else launches:
+        launch.reconvergence = reconvergence
         shown = _describe(launch)
         outcomes = []
         for kernel, policy in zip((before, after), policies, strict=True):
