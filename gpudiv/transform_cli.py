@@ -93,6 +93,10 @@ def _report_text(result: FileTransform) -> None:
         else:
             line = f"unverified ({shape})"
         print(f"{result.path}: kernel {k.name}: {line}")
+        if k.ssde_summary:
+            print(f"{result.path}: kernel {k.name}: ssde: {k.ssde_summary}")
+        for problem in k.problems:
+            print(f"{result.path}: kernel {k.name}: {problem}")
         for violation in k.oracle_violations[:5]:
             print(f"{result.path}: kernel {k.name}: claim violated on the result: {violation}")
 
