@@ -131,23 +131,22 @@ def _dominates(idom: dict[str, str], a: str, b: str) -> bool:
         b = parent
 
 
-def _side_entries(graph: nx.DiGraph, entry: str
+def _side_entries(graph: nx.DiGraph, entry: str, order: dict[str, int]
                   ) -> tuple[list[tuple[str, str, str, tuple[str, ...]]], list[str]]:
-    """Backward Copy edges (entries of irreducible cycles other than their header, with
-    that header and the cycle's blocks) and the headers; empty when every cycle is a
-    natural loop."""
+    """Backward Copy edges (entries of irreducible cycles other than their header, the
+    first entry in program order `order`, with that header and the cycle's blocks) and
+    the headers; empty when every cycle is a natural loop."""
     idom = nx.immediate_dominators(graph, entry)
     natural = [(u, v) for u, v in _retreating_edges(graph, entry) if _dominates(idom, v, u)]
     acyclic = graph.copy()
     acyclic.remove_edges_from(natural)
-    rpo = {n: k for k, n in enumerate(reversed(_postorder(graph, entry)))}
     edges: list[tuple[str, str, str, tuple[str, ...]]] = []
     headers: list[str] = []
     for scc in nx.strongly_connected_components(acyclic):
         if len(scc) < 2:
             continue
         entries = sorted({v for u, v in graph.in_edges(scc) if u not in scc}
-                         | ({entry} & scc), key=rpo.__getitem__)
+                         | ({entry} & scc), key=order.__getitem__)
         headers.append(entries[0])
         edges += [(u, v, entries[0], tuple(sorted(scc))) for u, v in graph.in_edges(scc)
                   if u not in scc and v != entries[0]]
@@ -313,7 +312,8 @@ def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     if not kernel.blocks:
         return KernelStructure(kernel.name, branches, 0)
     entry = kernel.blocks[0].label
-    bc, irreducible = _side_entries(graph, entry)
+    order = {b.label: n for n, b in enumerate(kernel.blocks)}
+    bc, irreducible = _side_entries(graph, entry, order)
     reducible = graph.copy()
     reducible.remove_edges_from((u, v) for u, v, _, _ in bc)
     loops = _natural_loops(reducible, entry)
