@@ -82,14 +82,16 @@ def _source_kind(var_kind: str, space: str | None, special_class: str | None) ->
 
 
 def graph_facts(cfg: ControlFlowGraph, namespace: str = "") -> list[str]:
-    """The blocks and edges of a CFG, its virtual entry and exit, and the program order
-    of the source blocks (what rules/structure.lp reads), one atom per string."""
+    """The blocks and edges of a CFG, its virtual entry and exit, the program order of
+    the source blocks and the immediate dominators (what rules/structure.lp reads), one
+    atom per string."""
     q = _namer(namespace)
     out = [f"block({q(node)})" for node in cfg.graph.nodes]
     out += [f"edge({q(u)},{q(v)})" for u, v in cfg.graph.edges]
     out += [f"entry({q(ENTRY)})", f"exit({q(EXIT)})"]
     out += [f"block_order({q(b.label)},{n})" for n, b in enumerate(cfg.kernel.blocks)
             if b.label in cfg.graph]
+    out += [f"idom({q(node)},{q(parent)})" for node, parent in cfg.idom.items()]
     return out
 
 
@@ -118,8 +120,6 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
         add(f"sync_ipdom({q(node)},{q(parent)})")
     for node in sorted(cfg.doomed):
         add(f"doomed({q(node)})")
-    for node, parent in cfg.idom.items():
-        add(f"idom({q(node)},{q(parent)})")
     for loop in cfg.loops.values():
         add(f"loop({q(loop.name)})")
         for header in loop.headers:

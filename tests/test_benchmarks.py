@@ -27,6 +27,7 @@ TINY = {
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
     "bench_schemes.py": ["samples/musimd/wu_fig3.musimd", "--json"],
+    "bench_structure.py": ["samples/musimd/wu_fig1_short_circuit.musimd", "--repeat", "1"],
 }
 
 
