@@ -92,6 +92,7 @@ class SchemeComparison:
     duplicated_blocks: tuple[str, ...] = ()
     duplicates: int = 0
     upper_bound: int = 0
+    racy_launches: int = 0
     error: str = ""
 
     @property
@@ -108,7 +109,7 @@ class SchemeComparison:
         return {"kernel": self.kernel, "launches": self.launches,
                 "transform": self.transform, "duplicated_blocks": list(self.duplicated_blocks),
                 "duplicates": self.duplicates,
-                "upper_bound": self.upper_bound,
+                "upper_bound": self.upper_bound, "racy_launches": self.racy_launches,
                 "measured_expansion": self.measured_expansion, "error": self.error,
                 "runs": [r.as_dict() for r in self.runs.values()]}
 
@@ -161,7 +162,9 @@ def structurized(kernel: ir.Kernel) -> ir.Kernel:
 def compare_schemes(kernel: ir.Kernel, language: str, launches: list,
                     count: int | None = None) -> SchemeComparison:
     """Run the kernel's launches under every scheme that applies and count them: the
-    first `count` launches (all by default) that the original finishes under mimd."""
+    first `count` launches (all by default) that the original finishes under mimd and
+    that are not racy (the original leaves other memory under PDOM than under mimd:
+    counted in `racy_launches`)."""
     report = SchemeComparison(kernel.name, 0)
     kernels = {"original": kernel}
     try:
@@ -180,34 +183,58 @@ def compare_schemes(kernel: ir.Kernel, language: str, launches: list,
     for launch in launches:
         if count is not None and report.launches >= count:
             break
-        try:
-            reference, _ = _run(language, kernel, launch, "mimd")
-        except ExecutionError:
+        outcome = _reference(language, kernel, launch, report.duplicated_blocks)
+        if outcome is None:
             continue  # the launch itself fails: not a comparison of schemes
+        if isinstance(outcome, str):
+            report.racy_launches += 1
+            continue
+        reference, pdom, slots, upper = outcome
         report.launches += 1
+        report.upper_bound += upper
         _add(report.runs["mimd"], reference, None)
-        expected, pdom_memory = _memory(language, reference), None
+        expected = _memory(language, reference)
         for scheme in schemes:
-            which, policy = _PLAN[scheme]
             run = report.runs[scheme]
-            counter = (_DivergentBlockCounter(kernel, set(report.duplicated_blocks))
-                       if scheme == "pdom" else None)
-            try:
-                result, slots = _run(language, kernels[which], launch, policy, counter)
-            except ExecutionError as error:
-                run.finished, run.message = False, str(error).splitlines()[0][:120]
+            if scheme == "pdom":
+                result = pdom
+            else:
+                which, policy = _PLAN[scheme]
+                try:
+                    result, slots = _run(language, kernels[which], launch, policy)
+                except ExecutionError as error:
+                    run.finished, run.message = False, str(error).splitlines()[0][:120]
+                    continue
+            if isinstance(result, ExecutionError):
+                run.finished, run.message = False, str(result).splitlines()[0][:120]
                 continue
             _add(run, result, slots)
             memory = _memory(language, result)
             run.same_memory = _and(run.same_memory, memory == expected)
-            if scheme == "pdom":
-                pdom_memory = memory
-            elif pdom_memory is not None:
-                run.same_as_pdom = _and(run.same_as_pdom, memory == pdom_memory)
-            if counter is not None:
-                report.upper_bound += counter.total
+            if scheme != "pdom" and not isinstance(pdom, ExecutionError):
+                run.same_as_pdom = _and(run.same_as_pdom, memory == _memory(language, pdom))
     report.runs = {s: report.runs[s] for s in SCHEMES if s in report.runs}
     return report
+
+
+def _reference(language: str, kernel: ir.Kernel, launch: object,
+               duplicated: tuple[str, ...]):
+    """The original's mimd run, its PDOM run (or the error that stopped it), PDOM's time
+    slots and its count of divergently executed duplicated instructions; None when the
+    mimd run fails, "racy" when both finish with different memory (the outcome depends on
+    the schedule: threads race)."""
+    try:
+        reference, _ = _run(language, kernel, launch, "mimd")
+    except ExecutionError:
+        return None
+    counter = _DivergentBlockCounter(kernel, set(duplicated))
+    try:
+        pdom, slots = _run(language, kernel, launch, "ipdom", counter)
+    except ExecutionError as error:
+        return reference, error, None, 0
+    if _memory(language, pdom) != _memory(language, reference):
+        return "racy"
+    return reference, pdom, slots, counter.total
 
 
 def _and(sofar: bool | None, now: bool) -> bool:
