@@ -65,7 +65,8 @@ def _percent(part: int | None, whole: int) -> str:
 
 def markdown(rows: list[dict]) -> str:
     """The Table-3-style table."""
-    lines = ["| file | kernel | launches (racy left out) | PDOM warp instr | earliest | structured | structured+earliest "
+    lines = ["| file | kernel | launches (racy left out) | PDOM warp instr | earliest "
+             "| structured | structured+earliest "
              "| SIMD eff. PDOM / earliest / structured | slots PDOM / earliest / structured "
              "| FC upper bound | measured expansion (PDOM − earliest) | % of PDOM | memory = PDOM "
              "| = mimd |",
