@@ -57,7 +57,7 @@ def _print_text(result: FileStructure) -> None:
         print(f"{result.path}: kernel {k.name}: unstructured: {counts}{extra}")
         for e in k.edges:
             print(f"{result.path}:{e.line}: {e.kind} edge {e.source} -> {e.target} "
-                  f"({PATTERNS[e.kind]})")
+                  f"({e.pattern or PATTERNS[e.kind]})")
 
 
 def _schemes(result: FileStructure, launches: int) -> dict[str, SchemeComparison]:
