@@ -131,11 +131,13 @@ def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
 
 
 def compare_kernels(before: ir.Kernel, after: ir.Kernel, language: str,
-                    seed: int = 0) -> Equivalence:
-    """Run both kernels on the same launches and compare their memory."""
+                    seed: int = 0, reconvergence: str = "auto") -> Equivalence:
+    """Run both kernels on the same launches, under the reconvergence policy
+    (`gpudiv.interp.simt`), and compare their memory."""
     report = Equivalence(before.name)
     failures: list[str] = []
     for launch in launches_for(language, before, seed):
+        launch.reconvergence = reconvergence
         shown = _describe(launch)
         outcomes = []
         for kernel in (before, after):

@@ -104,9 +104,10 @@ def _oracle(program: ir.Program, kernel: ir.Kernel, seed: int,
 
 def transform(source: str | Path | ir.Program, passes: str | list[Pass],
               kernel: str | None = None, verify: bool = False, seed: int = 0,
-              analysis: str = DEFAULT_ANALYSIS) -> FileTransform:
+              analysis: str = DEFAULT_ANALYSIS, reconvergence: str = "auto") -> FileTransform:
     """Run the passes (`"p1,p2"` or Pass objects) over a file's kernels (only `kernel`
-    when given) and print the result; with `verify`, compare runs and re-check claims."""
+    when given) and print the result; with `verify`, compare runs under the
+    `reconvergence` policy and re-check claims."""
     program = source if isinstance(source, ir.Program) else load(source)
     where = f"{program.path}:1:1: error:"
     if program.errors:
@@ -134,7 +135,7 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
         if reread is None:
             continue
         printed = reread.kernels[index]
-        equal = compare_kernels(old, printed, program.language, seed + index)
+        equal = compare_kernels(old, printed, program.language, seed + index, reconvergence)
         report.status, report.runs, report.reason = equal.status, equal.runs, equal.reason
         report.dynamic = equal.dynamic()
         if equal.difference is not None:
