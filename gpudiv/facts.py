@@ -18,7 +18,7 @@ from gpudiv.operators import integer_bits, normalise, zero_extended_bits
 from gpudiv.ssa import SSAForm
 
 RELATIONS: dict[str, int] = {
-    "block": 1, "edge": 2, "entry": 1, "exit": 1, "ipdom": 2, "idom": 2,
+    "block": 1, "edge": 2, "entry": 1, "exit": 1, "block_order": 2, "ipdom": 2, "idom": 2,
     "sync_ipdom": 2, "doomed": 1,
     "loop": 1, "loop_block": 2, "loop_parent": 2, "loop_header": 2,
     "branch": 2, "branch_cond": 2, "uniform_hint": 1,
@@ -81,6 +81,20 @@ def _source_kind(var_kind: str, space: str | None, special_class: str | None) ->
     return None
 
 
+def graph_facts(cfg: ControlFlowGraph, namespace: str = "") -> list[str]:
+    """The blocks and edges of a CFG, its virtual entry and exit, the program order of
+    the source blocks and the immediate dominators (what rules/structure.lp reads), one
+    atom per string."""
+    q = _namer(namespace)
+    out = [f"block({q(node)})" for node in cfg.graph.nodes]
+    out += [f"edge({q(u)},{q(v)})" for u, v in cfg.graph.edges]
+    out += [f"entry({q(ENTRY)})", f"exit({q(EXIT)})"]
+    out += [f"block_order({q(b.label)},{n})" for n, b in enumerate(cfg.kernel.blocks)
+            if b.label in cfg.graph]
+    out += [f"idom({q(node)},{q(parent)})" for node, parent in cfg.idom.items()]
+    return out
+
+
 def kernel_facts(ssa: SSAForm, namespace: str = "",
                  shape: BlockShape | None = None) -> list[str]:
     """All facts of one kernel, one atom per string (without the final dot).
@@ -99,20 +113,13 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     q = _namer(namespace)
     shaped = special_values(shape, kernel.specials)
     derived = derived_values(ssa, shape)
-    for node in cfg.graph.nodes:
-        add(f"block({q(node)})")
-    for u, v in cfg.graph.edges:
-        add(f"edge({q(u)},{q(v)})")
-    add(f"entry({q(ENTRY)})")
-    add(f"exit({q(EXIT)})")
+    out.extend(graph_facts(cfg, namespace))
     for node, parent in cfg.ipdom.items():
         add(f"ipdom({q(node)},{q(parent)})")
     for node, parent in cfg.sync_ipdom.items():
         add(f"sync_ipdom({q(node)},{q(parent)})")
     for node in sorted(cfg.doomed):
         add(f"doomed({q(node)})")
-    for node, parent in cfg.idom.items():
-        add(f"idom({q(node)},{q(parent)})")
     for loop in cfg.loops.values():
         add(f"loop({q(loop.name)})")
         for header in loop.headers:

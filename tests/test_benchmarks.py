@@ -27,6 +27,8 @@ TINY = {
     "bench_musimd_interp.py": ["--repeat", "1", "--cases", "1", "--json"],
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
+    "bench_schemes.py": ["samples/musimd/wu_fig3.musimd", "--json"],
+    "bench_structure.py": ["samples/musimd/wu_fig1_short_circuit.musimd", "--repeat", "1"],
     "bench_kfcm.py": ["samples/host/fig5_14.host"],
 }
 

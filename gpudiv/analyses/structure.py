@@ -39,6 +39,17 @@ PATTERNS = {CUT: "multi-exit loop (break, early return, goto out of a loop)",
             FORWARD_COPY: "acyclic join (short-circuit condition, goto into shared code)"}
 
 
+# The source pattern of an edge, where the graph names it: a Cut edge whose target
+# cannot reach the loop's main exit leaves the kernel (an early return); a Forward Copy
+# edge from a block that only tests a condition (no store, atomic or barrier) is a
+# short-circuit condition.
+SOURCE_PATTERNS = {"early_return": "early return (or trap) from inside a loop",
+                   "break": "break or goto out of a loop to another place",
+                   "short_circuit": "short-circuit condition",
+                   "shared_code": "jump into shared code",
+                   "side_entry": "side entry into a loop (irreducible loop, goto into a loop)"}
+
+
 @dataclass(frozen=True)
 class UnstructuredEdge:
     """One edge that blocks the reduction, with its kind and the line of its branch."""
@@ -53,11 +64,13 @@ class UnstructuredEdge:
     header: str | None = None
     region: tuple[str, ...] = ()
     main_exit: str | None = None
+    pattern: str = ""  # the source pattern where it can be named (SOURCE_PATTERNS)
 
     def to_json(self) -> dict[str, object]:
         """The JSON object of `gpudiv structure --format json`."""
         return {"source": self.source, "target": self.target, "kind": self.kind,
-                "line": self.line, "pattern": PATTERNS[self.kind], "loop": self.header}
+                "line": self.line, "pattern": self.pattern or PATTERNS[self.kind],
+                "loop": self.header}
 
 
 @dataclass
@@ -131,23 +144,22 @@ def _dominates(idom: dict[str, str], a: str, b: str) -> bool:
         b = parent
 
 
-def _side_entries(graph: nx.DiGraph, entry: str
+def _side_entries(graph: nx.DiGraph, entry: str, order: dict[str, int]
                   ) -> tuple[list[tuple[str, str, str, tuple[str, ...]]], list[str]]:
-    """Backward Copy edges (entries of irreducible cycles other than their header, with
-    that header and the cycle's blocks) and the headers; empty when every cycle is a
-    natural loop."""
+    """Backward Copy edges (entries of irreducible cycles other than their header, the
+    first entry in program order `order`, with that header and the cycle's blocks) and
+    the headers; empty when every cycle is a natural loop."""
     idom = nx.immediate_dominators(graph, entry)
     natural = [(u, v) for u, v in _retreating_edges(graph, entry) if _dominates(idom, v, u)]
     acyclic = graph.copy()
     acyclic.remove_edges_from(natural)
-    rpo = {n: k for k, n in enumerate(reversed(_postorder(graph, entry)))}
     edges: list[tuple[str, str, str, tuple[str, ...]]] = []
     headers: list[str] = []
     for scc in nx.strongly_connected_components(acyclic):
         if len(scc) < 2:
             continue
         entries = sorted({v for u, v in graph.in_edges(scc) if u not in scc}
-                         | ({entry} & scc), key=rpo.__getitem__)
+                         | ({entry} & scc), key=order.__getitem__)
         headers.append(entries[0])
         edges += [(u, v, entries[0], tuple(sorted(scc))) for u, v in graph.in_edges(scc)
                   if u not in scc and v != entries[0]]
@@ -306,6 +318,20 @@ def _line(kernel: ir.Kernel, source: str, target: str) -> int:
     return block.instructions[-1].loc.line if block.instructions else block.loc.line
 
 
+def _cut_pattern(graph: nx.DiGraph, target: str, main: str) -> str:
+    """An early return when the exit's target cannot reach the loop's main exit."""
+    reaches = main and (target == main or main in nx.descendants(graph, target))
+    return SOURCE_PATTERNS["break" if reaches else "early_return"]
+
+
+def _join_pattern(block: ir.Block) -> str:
+    """A short-circuit condition when the edge's source block only tests a condition."""
+    effects = (ir.STORE, ir.ATOMIC, ir.BARRIER)
+    tests = bool(block.instructions) and block.instructions[-1].kind == ir.BRANCH and \
+        not any(i.kind in effects for i in block.instructions)
+    return SOURCE_PATTERNS["short_circuit" if tests else "shared_code"]
+
+
 def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     """The structure of one kernel: its unstructured edges with their kinds."""
     branches = sum(i.kind == ir.BRANCH for i in kernel.instructions())
@@ -313,7 +339,8 @@ def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     if not kernel.blocks:
         return KernelStructure(kernel.name, branches, 0)
     entry = kernel.blocks[0].label
-    bc, irreducible = _side_entries(graph, entry)
+    order = {b.label: n for n, b in enumerate(kernel.blocks)}
+    bc, irreducible = _side_entries(graph, entry, order)
     reducible = graph.copy()
     reducible.remove_edges_from((u, v) for u, v, _, _ in bc)
     loops = _natural_loops(reducible, entry)
@@ -321,11 +348,14 @@ def analyze_kernel(kernel: ir.Kernel) -> KernelStructure:
     acyclic = _acyclic(reducible, loops, cut)
     acyclic = acyclic.subgraph(nx.descendants(acyclic, entry) | {entry}).copy()
     marked = [m for m in _Reducer(acyclic, entry).run() if graph.has_edge(m[0], m[1])]
-    edges = [UnstructuredEdge(u, v, BACKWARD_COPY, _line(kernel, u, v), h, region)
-             for u, v, h, region in bc]
-    edges += [UnstructuredEdge(u, v, CUT, _line(kernel, u, v), h, body, main)
+    side = SOURCE_PATTERNS["side_entry"]
+    edges = [UnstructuredEdge(u, v, BACKWARD_COPY, _line(kernel, u, v), h, region,
+                              pattern=side) for u, v, h, region in bc]
+    edges += [UnstructuredEdge(u, v, CUT, _line(kernel, u, v), h, body, main,
+                               pattern=_cut_pattern(graph, v, main))
               for u, v, h, body, main in cut]
-    edges += [UnstructuredEdge(u, v, FORWARD_COPY, _line(kernel, u, v), None, region)
+    edges += [UnstructuredEdge(u, v, FORWARD_COPY, _line(kernel, u, v), None, region,
+                               pattern=_join_pattern(kernel.block(u)))
               for u, v, region in marked]
     return KernelStructure(kernel.name, branches, len(loops), edges, sorted(irreducible))
 
@@ -374,6 +404,7 @@ def summarize(files: list[FileStructure]) -> dict[str, int]:
     return total
 
 
-__all__ = ["BACKWARD_COPY", "CUT", "FORWARD_COPY", "KINDS", "KernelStructure",
+__all__ = ["BACKWARD_COPY", "CUT", "FORWARD_COPY", "KINDS", "SOURCE_PATTERNS",
+           "KernelStructure",
            "FileStructure", "UnstructuredEdge", "analyze_file", "analyze_kernel",
            "analyze_program", "block_graph", "summarize"]

@@ -11,6 +11,7 @@ from gpudiv.analyses.structure import (
     BACKWARD_COPY,
     CUT,
     FORWARD_COPY,
+    SOURCE_PATTERNS,
     analyze_file,
     analyze_kernel,
     summarize,
@@ -177,3 +178,39 @@ def test_python_api_entry_point():
 
     result = gpudiv.structure(FIG1)
     assert not result.structured and result.kernels[0].counts()[FORWARD_COPY] == 2
+
+
+def test_cli_schemes_text_and_json(capsys):
+    assert main(["structure", str(SAMPLES / "musimd" / "break_and_stop.musimd"), "--schemes",
+                 "--launches", "1", "--format", "json"]) == 0
+    (kernel,) = json.loads(capsys.readouterr().out)["files"][0]["kernels"]
+    schemes = kernel["schemes"]
+    assert schemes["launches"] == 1 and schemes["transform"]["cut"] == 1
+    runs = {r["scheme"]: r for r in schemes["runs"]}
+    assert set(runs) == {"pdom", "earliest", "structured", "structured_earliest", "mimd"}
+    assert all(r["same_memory"] for s, r in runs.items() if s != "mimd")
+    assert main(["structure", str(FIG1), "--schemes", "--launches", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel wu_fig1: schemes over 1 launches" in out and "  pdom " in out
+    assert main(["structure", str(FIG1), "--schemes", "--launches", "0"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_source_patterns_are_named():
+    (fig1,) = analyze_file(FIG1).kernels
+    assert {e.pattern for e in fig1.edges} == {SOURCE_PATTERNS["short_circuit"]}
+    (stop,) = analyze_file(SAMPLES / "musimd" / "break_and_stop.musimd").kernels
+    assert [e.pattern for e in stop.edges] == [SOURCE_PATTERNS["break"]]
+    early = structure("""
+        i = 0
+HEAD:   p = i < 8
+        bz p, END
+        q = i == tid
+        bnz q, OUT
+        i = i + 1
+        jump HEAD
+OUT:    stop
+END:    shared[tid] = i
+        stop
+""")
+    assert [(e.kind, e.pattern) for e in early.edges] == [(CUT, SOURCE_PATTERNS["early_return"])]
