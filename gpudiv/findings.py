@@ -246,12 +246,60 @@ def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "
     return [start], None
 
 
-def explain(result: KernelResult, name: str) -> str:
+class Chains:
+    """Every variable's explanation chain from one pass over the reasons (linear in them).
+
+    `chain(v)` equals `shortest_chain(v, reasons)`: a breadth-first search from each
+    variable would make a report with one finding per branch quadratic. The distance of
+    every variable to its nearest terminal (non-`chained`) reason comes from one search
+    backwards from all terminals; a chain then follows, from each variable, its first
+    `chained` reason one step closer, which is the path the search from it finds first.
+    """
+
+    def __init__(self, reasons: dict[str, list[tuple]], chained: str = "operand") -> None:
+        self.reasons = reasons
+        self.chained = chained
+        users: dict[str, list[str]] = {}
+        self.distance: dict[str, int] = {}
+        queue: deque[str] = deque()
+        for var, listed in reasons.items():
+            for reason in listed:
+                if reason[0] == chained:
+                    users.setdefault(reason[1], []).append(var)
+            if any(reason[0] != chained for reason in listed):
+                self.distance[var] = 0
+                queue.append(var)
+        while queue:
+            var = queue.popleft()
+            for user in users.get(var, ()):
+                if user not in self.distance:
+                    self.distance[user] = self.distance[var] + 1
+                    queue.append(user)
+
+    def _next(self, var: str) -> str:
+        """The first `chained` origin of `var` one step closer to a terminal."""
+        closer = self.distance[var] - 1
+        return next(reason[1] for reason in self.reasons[var]
+                    if reason[0] == self.chained and self.distance.get(reason[1]) == closer)
+
+    def chain(self, start: str) -> tuple[list[str], tuple | None]:
+        """The shortest chain start → … → v and v's terminal reason (None: no terminal)."""
+        if start not in self.distance:
+            return [start], None
+        path = [start]
+        while self.distance[path[-1]] > 0:
+            path.append(self._next(path[-1]))
+        terminal = next(r for r in self.reasons[path[-1]] if r[0] != self.chained)
+        return path, terminal
+
+
+def explain(result: KernelResult, name: str, chains: Chains | None = None) -> str:
     """Why a variable is divergent: the shortest chain of reasons to its origin, in words.
 
-    `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known.
+    `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known. Pass the
+    kernel's `Chains` when explaining many variables of one kernel.
     """
-    chain, terminal = shortest_chain(name, _reasons(result))
+    chain, terminal = (chains or Chains(_reasons(result))).chain(name)
     if terminal is None:
         return ""
     why, origin = terminal
@@ -318,13 +366,16 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
     instructions = result.ssa.cfg.kernel.by_id()
     findings = []
     seen: dict[str, int] = {}
+    chains: Chains | None = None
     for branch in result.branches:
         if not branch.divergent:
             continue
+        if chains is None:
+            chains = Chains(_reasons(result))
         instr = instructions[branch.instruction]
         kind = BraUniDivergent if instr.attrs.get("uniform_hint") else DivergentBranch
         condition = branch.condition or "?"
-        why = explain(result, condition) if branch.condition else ""
+        why = explain(result, condition, chains) if branch.condition else ""
         ssa_var = result.ssa.variables.get(condition)
         subject = ssa_var.source if ssa_var else condition
         findings.append(Finding(
