@@ -27,6 +27,8 @@ TINY = {
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
     "bench_scaling.py": ["--shapes", "calls", "--sizes", "60"],
+    "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1",
+                          "samples/cuda/vector_ops.O3.ptx"],
 }
 
 
