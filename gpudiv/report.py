@@ -7,7 +7,7 @@ Text uses rich tables on a terminal and plain aligned columns when piped.
 from __future__ import annotations
 
 import io
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -16,8 +16,10 @@ from gpudiv import __version__
 from gpudiv.analyses.results import KernelResult
 from gpudiv.api import FileAnalysis
 from gpudiv.findings import Finding, branch_origins
-from gpudiv.oracle import CheckReport
 from gpudiv.wording import count
+
+if TYPE_CHECKING:  # the oracle (and the interpreters, numpy) only for `gpudiv check`
+    from gpudiv.oracle import CheckReport
 
 
 def _round(ms: float) -> float:
