@@ -246,6 +246,12 @@ def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "
     return [start], None
 
 
+# Variables a finding's explanation shows before it abbreviates a long chain (in a kernel
+# that accumulates a value over thousands of statements, one chain per finding would make
+# the report quadratic in the kernel).
+CHAIN_SHOWN = 40
+
+
 class Chains:
     """Every variable's explanation chain from one pass over the reasons (linear in them).
 
@@ -275,6 +281,7 @@ class Chains:
                 if user not in self.distance:
                     self.distance[user] = self.distance[var] + 1
                     queue.append(user)
+        self._ends: dict[str, str] = {}
 
     def _next(self, var: str) -> str:
         """The first `chained` origin of `var` one step closer to a terminal."""
@@ -292,18 +299,51 @@ class Chains:
         terminal = next(r for r in self.reasons[path[-1]] if r[0] != self.chained)
         return path, terminal
 
+    def end(self, start: str) -> str:
+        """The last variable of `chain(start)` (memoised: linear over all variables)."""
+        walked = []
+        var = start
+        while var not in self._ends and self.distance[var] > 0:
+            walked.append(var)
+            var = self._next(var)
+        last = self._ends.get(var, var)
+        for member in walked:
+            self._ends[member] = last
+        self._ends[var] = last
+        return last
+
+    def shown(self, start: str, limit: int) -> tuple[list[str], int, tuple | None]:
+        """At most `limit` leading variables of `chain(start)`, how many more it has before
+        its last variable (which ends the list), and the terminal reason (None: none)."""
+        if start not in self.distance:
+            return [start], 0, None
+        length = self.distance[start] + 1
+        if length <= limit + 1:
+            path, terminal = self.chain(start)
+            return path, 0, terminal
+        path = [start]
+        while len(path) < limit:
+            path.append(self._next(path[-1]))
+        last = self.end(start)
+        terminal = next(r for r in self.reasons[last] if r[0] != self.chained)
+        return [*path, last], length - limit - 1, terminal
+
 
 def explain(result: KernelResult, name: str, chains: Chains | None = None) -> str:
     """Why a variable is divergent: the shortest chain of reasons to its origin, in words.
 
-    `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known. Pass the
-    kernel's `Chains` when explaining many variables of one kernel.
+    `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known. A chain
+    of more than `CHAIN_SHOWN` + 1 variables shows its first `CHAIN_SHOWN`, `… (N more)`
+    and its last (`gpudiv explain` shows every step). Pass the kernel's `Chains` when
+    explaining many variables of one kernel.
     """
-    chain, terminal = (chains or Chains(_reasons(result))).chain(name)
+    chain, more, terminal = (chains or Chains(_reasons(result))).shown(name, CHAIN_SHOWN)
     if terminal is None:
         return ""
     why, origin = terminal
-    return f"{' ← '.join(chain)} ({_terminal(result, chain[-1], why, origin)})"
+    words = " ← ".join(chain) if not more else \
+        f"{' ← '.join(chain[:-1])} ← … ({more} more) ← {chain[-1]}"
+    return f"{words} ({_terminal(result, chain[-1], why, origin)})"
 
 
 def _terminal(result: KernelResult, var: str, why: str, origin: str) -> str:

@@ -181,3 +181,15 @@ def test_findings_work_is_linear_in_the_kernel():
         analysed = gpudiv.analyze_text(nested_ifs(depth), "nest.musimd", "simple")
         counts.append(executed_lines(lambda a=analysed: file_findings(a.path, a.kernels)))
     assert counts[1] / counts[0] < 2.3, counts
+
+
+def test_long_chains_are_abbreviated_and_keep_their_end():
+    from gpudiv.findings import CHAIN_SHOWN, Chains
+    reasons = {f"v{i}": [("operand", f"v{i + 1}")] for i in range(100)}
+    reasons["v100"] = [("source", "tid")]
+    chains = Chains(reasons)
+    path, more, terminal = chains.shown("v0", CHAIN_SHOWN)
+    assert path == [f"v{i}" for i in range(CHAIN_SHOWN)] + ["v100"]
+    assert more == 101 - CHAIN_SHOWN - 1 and terminal == ("source", "tid")
+    assert chains.shown("v60", CHAIN_SHOWN) == (chains.chain("v60")[0], 0, ("source", "tid"))
+    assert chains.end("v3") == "v100" and chains.end("v100") == "v100"
