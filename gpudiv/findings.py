@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from gpudiv.analyses.deadlock import KernelDeadlocks, Place
 from gpudiv.analyses.results import KernelResult
+from gpudiv.perf import paused_gc
 
 
 class FindingKind:
@@ -467,5 +468,7 @@ def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
 
 
 def file_findings(path: str, kernels: list[KernelResult]) -> list[Finding]:
-    """The findings of every kernel of one file."""
-    return [f for kernel in kernels for f in kernel_findings(path, kernel)]
+    """The findings of every kernel of one file (the cyclic collector paused: its rescans
+    of a large analysed kernel cost more than the findings, see gpudiv.perf)."""
+    with paused_gc():
+        return [f for kernel in kernels for f in kernel_findings(path, kernel)]

@@ -16,6 +16,7 @@ from gpudiv import __version__
 from gpudiv.analyses.results import KernelResult
 from gpudiv.api import FileAnalysis
 from gpudiv.findings import Finding, branch_origins
+from gpudiv.perf import paused_gc
 from gpudiv.wording import count
 
 if TYPE_CHECKING:  # the oracle (and the interpreters, numpy) only for `gpudiv check`
@@ -73,15 +74,17 @@ def _kernels_json(analysed: FileAnalysis) -> list[dict]:
 
 
 def analysis_json(files: list[FileAnalysis]) -> dict:
-    """The whole `analyze --format json` document."""
-    return {"tool": "gpudiv", "version": __version__, "inputs": [
-        {"path": f.path, "language": f.language,
-         "kernels": _kernels_json(f),
-         "errors": [{"line": d.line, "column": d.column, "message": d.message}
-                    for d in f.errors],
-         "warnings": [{"line": d.line, "column": d.column, "message": d.message}
-                      for d in f.diagnostics if d.severity == "warning"]}
-        for f in files]}
+    """The whole `analyze --format json` document (built with the cyclic collector paused,
+    as the analysis runs: gpudiv.perf)."""
+    with paused_gc():
+        return {"tool": "gpudiv", "version": __version__, "inputs": [
+            {"path": f.path, "language": f.language,
+             "kernels": _kernels_json(f),
+             "errors": [{"line": d.line, "column": d.column, "message": d.message}
+                        for d in f.errors],
+             "warnings": [{"line": d.line, "column": d.column, "message": d.message}
+                          for d in f.diagnostics if d.severity == "warning"]}
+            for f in files]}
 
 
 def check_json(files: list[tuple[str, list[CheckReport]]]) -> dict:
