@@ -188,7 +188,7 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
     `interp.ptx.CHECK_MAX_STEPS` for PTX)."""
     from gpudiv.interp.musimd import reconvergence_for
-    from gpudiv.interp.ptx import run_ptx_growing
+    from gpudiv.interp.ptx import machine_policy, run_ptx_growing
     from gpudiv.oracle import (
         CHECK_MAX_STEPS,
         CheckReport,
@@ -209,8 +209,8 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
                         ptx_launches(original(result.ssa.cfg.kernel), seed + index,
                                      result.block, max_steps)]
             reports.append(check_kernel(result, launches, run=run_ptx_growing))
-            reports[-1].reconvergence = ("ipdom" if reconvergence in ("auto", "sync")
-                                         else reconvergence)
+            policy = machine_policy(original(result.ssa.cfg.kernel), reconvergence)
+            reports[-1].reconvergence = "sync" if policy == "marked" else policy
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
                                    reconvergence=reconvergence,
@@ -239,14 +239,16 @@ class PolicyRun:
 
 def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -> list[PolicyRun]:
     """Run one launch of a kernel under every reconvergence policy that applies (μ-SIMD:
-    sync when the kernel has `sync`, ipdom, frontier, mimd; PTX: ipdom, frontier, mimd)."""
+    sync when the kernel has `sync`, ipdom, frontier, mimd; PTX: ipdom, frontier, mimd;
+    sync first for a kernel with explicit reconvergence points on its branches)."""
+    from gpudiv.interp.engine import has_marks
     from gpudiv.interp.musimd import reconvergence_for, run_kernel, time_slots
     from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
     from gpudiv.interp.simt import DeadlockError, ExecutionError
 
     ptx = isinstance(launch, PtxLaunch)
     policies = ["ipdom", "frontier", "mimd"]
-    if not ptx and reconvergence_for(kernel) == "sync":
+    if (ptx and has_marks(kernel)) or (not ptx and reconvergence_for(kernel) == "sync"):
         policies.insert(0, "sync")
     runs: list[PolicyRun] = []
     memories: dict[str, object] = {}

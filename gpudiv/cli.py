@@ -1,10 +1,10 @@
 """Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
-random, transform, structure, deadlock.
+random, transform, structure, deadlock, fuse, host.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`, `explain` in
 `gpudiv.explain`, `compare` in `gpudiv.compare`, `random` in `gpudiv.generate`,
 `transform` in `gpudiv.transform_cli`, `structure` in `gpudiv.structure_cli`, `deadlock`
-in `gpudiv.deadlock_command`.)
+in `gpudiv.deadlock_command`, `fuse` and `host` in `gpudiv.fuse_cli`.)
 
 Every failure the user can cause ends in one `FILE:LINE:COL: error: message` line (or a
 runtime message naming kernel, line and lanes) and exit status 2; never a traceback.
@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "deadlock": ("gpudiv.deadlock_command",
                  "loops that may hang under SIMT reconvergence (ElTantawy & Aamodt, MICRO "
                  "2016)"),
+    "fuse": ("gpudiv.fuse_cli", "report kernel fusion (KFCM or KF_trad) on a host program"),
+    "host": ("gpudiv.fuse_cli", "run a host program on the interpreter"),
     "run": (None, "run a kernel on the reference SIMD interpreter"),
     "check": (None, "check the analysis claims on the interpreter"),
 }

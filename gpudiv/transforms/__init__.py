@@ -11,6 +11,7 @@ from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
     identity,
     lcm,
     sscm,
+    ssde,
     structurize,
 )
 from gpudiv.transforms.base import PASSES, Pass, PassError, Pipeline, available, get_pass, register
