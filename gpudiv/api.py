@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
@@ -12,21 +13,16 @@ from gpudiv.analyses import deadlock as deadlock_analysis
 from gpudiv.analyses.deadlock import KernelDeadlocks, kernel_deadlocks, pragma_kernels
 from gpudiv.analyses.results import KernelResult
 from gpudiv.findings import Finding, deadlock_findings, file_findings
-from gpudiv.interp.engine import has_marks
-from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel, time_slots
-from gpudiv.interp.ptx import PtxLaunch, machine_policy, run_ptx_growing, run_ptx_kernel
-from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError
 from gpudiv.launch_shape import BlockShape, as_shape
 from gpudiv.load import load, parse_text
-from gpudiv.oracle import (
-    CHECK_MAX_STEPS,
-    CheckReport,
-    check_kernel,
-    ptx_launches,
-    random_launches,
-)
 from gpudiv.solve import RuleError, in_context
 from gpudiv.stack_slots import original
+
+if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel runs
+    from gpudiv.interp.musimd import LaunchConfig
+    from gpudiv.interp.ptx import PtxLaunch
+    from gpudiv.interp.simt import Counters
+    from gpudiv.oracle import CheckReport
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
@@ -191,6 +187,16 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     PTX kernel analysed for one block shape runs only with that block shape);
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
     `interp.ptx.CHECK_MAX_STEPS` for PTX)."""
+    from gpudiv.interp.musimd import reconvergence_for
+    from gpudiv.interp.ptx import machine_policy, run_ptx_growing
+    from gpudiv.oracle import (
+        CHECK_MAX_STEPS,
+        CheckReport,
+        check_kernel,
+        ptx_launches,
+        random_launches,
+    )
+
     if analysed.language not in EXECUTABLE_LANGUAGES:
         return [CheckReport(k.name, status="not-executed", reason=f"no reference interpreter "
                             f"for {analysed.language} yet") for k in analysed.kernels]
@@ -235,6 +241,11 @@ def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -
     """Run one launch of a kernel under every reconvergence policy that applies (μ-SIMD:
     sync when the kernel has `sync`, ipdom, frontier, mimd; PTX: ipdom, frontier, mimd;
     sync first for a kernel with explicit reconvergence points on its branches)."""
+    from gpudiv.interp.engine import has_marks
+    from gpudiv.interp.musimd import reconvergence_for, run_kernel, time_slots
+    from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+    from gpudiv.interp.simt import DeadlockError, ExecutionError
+
     ptx = isinstance(launch, PtxLaunch)
     policies = ["ipdom", "frontier", "mimd"]
     if (ptx and has_marks(kernel)) or (not ptx and reconvergence_for(kernel) == "sync"):

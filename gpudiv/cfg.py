@@ -354,3 +354,37 @@ def region_work(cfg: ControlFlowGraph) -> int:
         if fan_out > 1 and node in ipdom:
             work += fan_out * (below.get(ipdom[node], 1) - 1)
     return work
+
+
+def region_walk(cfg: ControlFlowGraph, cap: int) -> int:
+    """What the rules of cfg.lp walk to find every branch's join points, counted exactly
+    up to `cap` (cap + 1: more): per successor of a branch, the blocks reached before its
+    `sync_ipdom` and the edges leaving them (the `side_reaches` and `enters` atoms).
+
+    `region_work` bounds this from above in linear time but counts every block the
+    immediate post-dominator post-dominates: quadratic for a sequence of small if/else
+    diamonds, whose regions are two blocks each. This count costs what it counts, so it
+    is linear up to the cap; run it only when the bound is above the cap.
+    """
+    graph = cfg.graph
+    total = 0
+    for branch in graph.nodes:
+        if graph.out_degree(branch) < 2:
+            continue
+        stop = cfg.sync_ipdom.get(branch, cfg.ipdom.get(branch))
+        for successor in graph.successors(branch):
+            seen = {successor}
+            work = [successor]
+            while work:
+                block = work.pop()
+                total += 1
+                if total > cap:
+                    return cap + 1
+                if block == stop or block == EXIT:
+                    continue
+                for after in graph.successors(block):
+                    total += 1
+                    if after not in seen:
+                        seen.add(after)
+                        work.append(after)
+    return total

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gpudiv import __version__, api, ptxrun
-from gpudiv.analyses import ANALYSES, DEFAULT_ANALYSIS
+from gpudiv import __version__
 from gpudiv.commands import (
     CommandError,
     OneLineArgumentParser,
@@ -29,27 +30,34 @@ from gpudiv.commands import (
     choose_kernel,
     progress_display,
 )
-from gpudiv.commands import register as register_report_commands
-from gpudiv.compare import register as register_compare
-from gpudiv.corpus import CorpusError, collect_inputs
-from gpudiv.deadlock_command import register as register_deadlock
-from gpudiv.explain import register as register_explain
-from gpudiv.fuse_cli import register as register_fuse
-from gpudiv.generate import register as register_random
-from gpudiv.interp.musimd import (
-    ExecutionError,
-    LaunchConfig,
-    format_steps,
-    format_trace,
-    run_kernel,
-)
-from gpudiv.interp.ptx import CHECK_MAX_STEPS as PTX_CHECK_MAX_STEPS
-from gpudiv.interp.simt import RECONVERGENCE_MODES
-from gpudiv.load import LoadError, load
-from gpudiv.oracle import CHECK_MAX_STEPS
-from gpudiv.report import check_json, render_check
-from gpudiv.structure_cli import register as register_structure
-from gpudiv.transform_cli import register as register_transform
+
+if TYPE_CHECKING:
+    from gpudiv import api
+
+# Every subcommand: the module whose `register` adds it (None: this module) and its help
+# line. `gpudiv --help` lists them from here and `gpudiv CMD` imports only CMD's module,
+# so that start-up does not import the analyses, clingo, numpy and networkx for nothing
+# (tests/test_cli.py checks this table against what the modules register).
+COMMANDS: dict[str, tuple[str | None, str]] = {
+    "analyze": ("gpudiv.commands", "classify variables and branches; reports"),
+    "cfg": ("gpudiv.commands", "the CFG of a kernel as DOT or SVG"),
+    "facts": ("gpudiv.commands", "export facts for Soufflé, CSV, JSON lines or ASP"),
+    "solve": ("gpudiv.commands", "solve a file's facts with your rules"),
+    "rules": ("gpudiv.commands", "list the shipped rule files and what they derive"),
+    "explain": ("gpudiv.explain", "why a variable is divergent or not constant"),
+    "compare": ("gpudiv.compare", "compare analysis variants (class counts)"),
+    "random": ("gpudiv.generate", "random terminating programs (property tests)"),
+    "transform": ("gpudiv.transform_cli", "rewrite kernels with passes, print and verify"),
+    "structure": ("gpudiv.structure_cli",
+                  "find unstructured control flow (Cut, Forward Copy, Backward Copy edges)"),
+    "deadlock": ("gpudiv.deadlock_command",
+                 "loops that may hang under SIMT reconvergence (ElTantawy & Aamodt, MICRO "
+                 "2016)"),
+    "fuse": ("gpudiv.fuse_cli", "report kernel fusion (KFCM or KF_trad) on a host program"),
+    "host": ("gpudiv.fuse_cli", "run a host program on the interpreter"),
+    "run": (None, "run a kernel on the reference SIMD interpreter"),
+    "check": (None, "check the analysis claims on the interpreter"),
+}
 
 EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
 
@@ -65,6 +73,9 @@ def _print_diagnostics(diagnostics) -> bool:
 
 def _analyze_files(paths: list[str], analysis: str, stage=None,
                    block=None) -> tuple[list[api.FileAnalysis], bool]:
+    from gpudiv import api
+    from gpudiv.load import LoadError
+
     files, failed = [], False
     for path in paths:
         try:
@@ -81,6 +92,10 @@ def _analyze_files(paths: list[str], analysis: str, stage=None,
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Analyse files, run every kernel under several launches and check the claims."""
+    from gpudiv import api
+    from gpudiv.corpus import collect_inputs
+    from gpudiv.report import check_json, render_check
+
     _check_numbers(args)
     paths = collect_inputs(args.files)
     progress = progress_display(len(paths))
@@ -186,6 +201,16 @@ def _musimd_params(path: str, kernel, params: dict[str, int]) -> list[str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one kernel on the reference interpreter."""
+    from gpudiv import api, ptxrun
+    from gpudiv.interp.musimd import (
+        ExecutionError,
+        LaunchConfig,
+        format_steps,
+        format_trace,
+        run_kernel,
+    )
+    from gpudiv.load import load
+
     _check_numbers(args)
     program = load(args.file)
     failed = _print_diagnostics(program.diagnostics)  # errors in the file: exit status 2
@@ -270,23 +295,41 @@ def print_comparison(kernel: str, runs: list[api.PolicyRun], fmt: str) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with all subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with all subcommands; with `command`, only that subcommand's
+    module is imported and registered, the others get a bare parser (their help line):
+    `""` registers none (`gpudiv --help`)."""
     summary = " ".join(__doc__.split("\n\n")[0].split())  # names every subcommand
     parser = OneLineArgumentParser(prog="gpudiv", description=summary)
     parser.add_argument("--version", action="version", version=f"gpudiv {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    modules = {module for module, _ in COMMANDS.values()} if command is None else \
+        {COMMANDS[command][0]} if command in COMMANDS else set()
+    wanted = {name for name, (module, _) in COMMANDS.items() if module in modules}
+    registered: set[str] = set()
+    for name, (module, help_line) in COMMANDS.items():
+        if name in registered:
+            continue
+        if name not in wanted:
+            sub.add_parser(name, help=help_line)
+            continue
+        before = set(sub.choices)
+        if module is None:
+            _register_run_and_check(sub)
+        else:
+            importlib.import_module(module).register(sub)
+        registered |= set(sub.choices) - before
+    return parser
 
-    register_report_commands(sub)
-    register_explain(sub)
-    register_compare(sub)
-    register_random(sub)
-    register_transform(sub)
-    register_structure(sub)
-    register_deadlock(sub)
-    register_fuse(sub)
 
-    run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter",
+def _register_run_and_check(sub: argparse._SubParsersAction) -> None:
+    """Add `run` and `check` to the `gpudiv` subcommand parser."""
+    from gpudiv.analyses import ANALYSIS_NAMES, DEFAULT_ANALYSIS
+    from gpudiv.interp.ptx import CHECK_MAX_STEPS as PTX_CHECK_MAX_STEPS
+    from gpudiv.interp.simt import RECONVERGENCE_MODES
+    from gpudiv.oracle import CHECK_MAX_STEPS
+
+    run = sub.add_parser("run", help=COMMANDS["run"][1],
                          description="Run one μ-SIMD or PTX kernel on the reference "
                          "interpreter and print its counters (and buffers). μ-SIMD: one "
                          "block of --threads threads; PTX: a grid of blocks with one --arg "
@@ -331,13 +374,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random seed of `random` buffers")
     run.set_defaults(handler=cmd_run)
 
-    check = sub.add_parser("check", help="check the analysis claims on the interpreter")
+    check = sub.add_parser("check", help=COMMANDS["check"][1])
     check.add_argument("files", nargs="+", metavar="FILE|DIR",
                        help="files, or folders searched for .musimd/.ptx files")
     check.add_argument("--format", choices=("text", "json"), default="text",
                        help="output format")
-    check.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
-                       help="the analysis whose claims are checked")
+    check.add_argument("--analysis", choices=sorted(ANALYSIS_NAMES),
+                       default=DEFAULT_ANALYSIS, help="the analysis whose claims are checked")
     check.add_argument("--seed", type=int, default=0,
                        help="random seed of the launches' inputs")
     check.add_argument("--max-steps", type=int, metavar="N",
@@ -350,7 +393,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="as for run (PTX: sync and auto mean ipdom)")
     add_block_option(check)
     check.set_defaults(handler=cmd_check)
-    return parser
 
 
 _VALUE_OPTIONS = ("--param", "--shared", "--arg", "--seed", "--max-steps", "--threads",
@@ -371,14 +413,25 @@ def _joined_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _command_of(argv: list[str]) -> str:
+    """The subcommand named in `argv` (its first word that is one), `""` if none."""
+    return next((word for word in argv if word in COMMANDS), "")
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The exceptions that end a command with its one-line message and status 2."""
+    from gpudiv.corpus import CorpusError
+    from gpudiv.load import LoadError
+
+    return CommandError, LoadError, CorpusError
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `gpudiv` command."""
-    args = build_parser().parse_args(_joined_values(sys.argv[1:] if argv is None else argv))
+    words = _joined_values(sys.argv[1:] if argv is None else argv)
+    args = build_parser(_command_of(words)).parse_args(words)
     try:
         return args.handler(args)
-    except (CommandError, LoadError, CorpusError) as error:
-        print(str(error), file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("gpudiv: interrupted", file=sys.stderr)
         return 130
@@ -386,6 +439,9 @@ def main(argv: list[str] | None = None) -> int:
         print("gpudiv: error: input nested too deeply", file=sys.stderr)
         return EXIT_ERROR
     except Exception as error:  # noqa: BLE001 - the promise is: never a traceback
+        if isinstance(error, _user_errors()):
+            print(str(error), file=sys.stderr)
+            return EXIT_ERROR
         where = Path(getattr(args, "file", None) or "gpudiv")
         print(f"{where}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         return 3

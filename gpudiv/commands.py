@@ -18,28 +18,16 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
-
-from rich.console import Console
+from typing import TYPE_CHECKING, TextIO
 
 from gpudiv import __version__
-from gpudiv.analyses import ANALYSES, DEFAULT_ANALYSIS
-from gpudiv.corpus import (
-    CorpusError,
-    FileOutcome,
-    analyze_corpus,
-    collect_inputs,
-    job_count,
-    summarize,
-)
-from gpudiv.dot import GraphvizError, cfg_dot, dot_to_svg
-from gpudiv.export import FORMATS as EXPORT_FORMATS
-from gpudiv.export import ExportError, export, plain
-from gpudiv.launch_shape import BlockShape, parse_block
-from gpudiv.load import LoadError
-from gpudiv.schema import documented_relations, shipped_rule_files
-from gpudiv.solve import DEFAULT_SOLVE_MEMORY_MB, DEFAULT_SOLVE_TIMEOUT_S, Budget, RuleError
+from gpudiv.analyses import ANALYSIS_NAMES, DEFAULT_ANALYSIS
 from gpudiv.wording import count
+
+if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpudiv --help`)
+    from gpudiv.corpus import FileOutcome
+    from gpudiv.launch_shape import BlockShape
+    from gpudiv.solve import Budget
 
 EXIT_OK, EXIT_ERROR = 0, 2
 ANALYZE_FORMATS = ("text", "json", "sarif", "html")
@@ -89,6 +77,9 @@ def choose_kernel(path: str, names: list[str], wanted: str | None) -> str:
 def add_rule_file_options(parser: argparse.ArgumentParser) -> None:
     """`--solve-timeout`, `--solve-memory` and `--no-scripts` for commands that load users'
     rule files."""
+    from gpudiv.solve import DEFAULT_SOLVE_MEMORY_MB, DEFAULT_SOLVE_TIMEOUT_S
+
+
     parser.add_argument("--solve-timeout", type=float, default=DEFAULT_SOLVE_TIMEOUT_S,
                         metavar="SECONDS", help="give up on a clingo run with your rules "
                         f"after this long (default {DEFAULT_SOLVE_TIMEOUT_S:g}; 0: no limit)")
@@ -102,6 +93,9 @@ def add_rule_file_options(parser: argparse.ArgumentParser) -> None:
 
 def rule_budget(args: argparse.Namespace) -> Budget:
     """The budget the `add_rule_file_options` options ask for."""
+    from gpudiv.solve import Budget
+
+
     if args.solve_timeout < 0 or args.solve_memory < 0:
         raise CommandError("error: --solve-timeout and --solve-memory must be 0 (no limit) "
                            "or more")
@@ -120,19 +114,31 @@ def one_line_errors(handler: Callable[[argparse.Namespace], int]
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             return EXIT_OK
-        except (CommandError, CorpusError, LoadError, RuleError, ExportError,
-                GraphvizError) as error:
+        except Exception as error:
+            if not isinstance(error, _user_errors()):
+                raise
             print(str(error), file=sys.stderr)
             return EXIT_ERROR
     return wrapped
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The errors a user can cause (imported when one is raised, not at start-up)."""
+    from gpudiv.corpus import CorpusError
+    from gpudiv.dot import GraphvizError
+    from gpudiv.export import ExportError
+    from gpudiv.load import LoadError
+    from gpudiv.solve import RuleError
+
+    return CommandError, CorpusError, LoadError, RuleError, ExportError, GraphvizError
+
+
 def _users(name: str) -> list[str]:
     """The analyses whose drivers solve with the shipped rule file `name`."""
-    from gpudiv.export import analysis_rule_files
+    from gpudiv.export import ExportError, analysis_rule_files
 
     users = []
-    for analysis in sorted(ANALYSES):
+    for analysis in sorted(ANALYSIS_NAMES):
         try:
             if name in analysis_rule_files(analysis):
                 users.append(analysis)
@@ -167,9 +173,17 @@ def _write_output(path: str | None, text: str) -> None:
 # gpudiv analyze
 # ---------------------------------------------------------------------------------------
 
+def Console(*args, **kwargs):  # noqa: N802 - stands for rich's class
+    """A rich `Console` (rich is imported on first use, not at start-up)."""
+    from rich.console import Console as RichConsole
+
+    return RichConsole(*args, **kwargs)
+
+
 def progress_display(total: int):
     """A rich progress display on stderr when it is a terminal: files done (when there are
     several) and the stage of the file at hand (reading, kernels prepared and solved)."""
+
     console = Console(stderr=True)
     if total < 1 or not console.is_terminal:
         return None
@@ -191,6 +205,9 @@ def add_block_option(parser: argparse.ArgumentParser) -> None:
 
 def block_option(args: argparse.Namespace) -> BlockShape | None:
     """The `--block` shape, or None; CommandError with a one-line message when bad."""
+    from gpudiv.launch_shape import parse_block
+
+
     text = getattr(args, "block", None)
     if text is None:
         return None
@@ -203,6 +220,7 @@ def block_option(args: argparse.Namespace) -> BlockShape | None:
 @one_line_errors
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse files and folders; print or write the report."""
+    from gpudiv.corpus import analyze_corpus, collect_inputs, job_count, summarize
     from gpudiv.report import analysis_json, render_analysis, render_findings
 
     _check_output(args.output)
@@ -298,6 +316,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_cfg(args: argparse.Namespace) -> int:
     """Write the CFG of one kernel as DOT or SVG."""
     from gpudiv.api import analyze
+    from gpudiv.dot import cfg_dot, dot_to_svg
 
     _check_output(args.output)
     fmt = args.format or ("svg" if (args.output or "").lower().endswith(".svg") else "dot")
@@ -322,6 +341,9 @@ def cmd_cfg(args: argparse.Namespace) -> int:
 @one_line_errors
 def cmd_facts(args: argparse.Namespace) -> int:
     """Export the facts (and derived relations) of every kernel of the files."""
+    from gpudiv.export import export
+
+
     result = export(args.files, args.output, args.format, args.derived,
                     True if args.keyed else None)
     for d in result.diagnostics:
@@ -339,6 +361,8 @@ def cmd_facts(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------
 
 def _columns(name: str, arity: int, named: dict[tuple[str, int], list[str]]) -> list[str]:
+    from gpudiv.schema import documented_relations
+
     if (name, arity) in named:
         return named[(name, arity)]
     relation = documented_relations().get(name)
@@ -348,6 +372,7 @@ def _columns(name: str, arity: int, named: dict[tuple[str, int], list[str]]) -> 
 
 
 def _print_solve_table(run, out: TextIO) -> None:
+    from gpudiv.export import plain
     from gpudiv.report import _table
 
     console = Console(file=out, force_terminal=True if out.isatty() else None,
@@ -371,6 +396,7 @@ def _print_solve_table(run, out: TextIO) -> None:
 def cmd_solve(args: argparse.Namespace) -> int:
     """Solve the facts of a file's kernels with the shipped rules and the user's."""
     from gpudiv.experiment import run_rules
+    from gpudiv.export import plain
 
     run = run_rules(args.file, args.rules, not args.no_default_rules, args.show,
                     args.analysis, args.kernel, rule_budget(args), not args.no_scripts)
@@ -401,6 +427,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
 @one_line_errors
 def cmd_rules(args: argparse.Namespace) -> int:
     """List the shipped rule files and the relations each derives."""
+    from gpudiv.schema import shipped_rule_files
+
+
     files = shipped_rule_files()
     if args.format == "json":
         json.dump([{"file": f.name, "summary": f.summary, "analyses": _users(f.name),
@@ -430,12 +459,13 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add analyze, cfg, facts, solve and rules to the `gpudiv` subcommand parser."""
+    from gpudiv.export import FORMATS as EXPORT_FORMATS
     analyze = sub.add_parser("analyze", help="classify variables and branches; reports")
     analyze.add_argument("files", nargs="+", metavar="FILE|DIR",
                          help="files, and folders searched recursively for .musimd/.ptx")
     analyze.add_argument("--format", choices=ANALYZE_FORMATS, default="text",
                          help="report format")
-    analyze.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+    analyze.add_argument("--analysis", choices=sorted(ANALYSIS_NAMES), default=DEFAULT_ANALYSIS,
                          help="the divergence analysis")
     analyze.add_argument("--jobs", "-j", type=int, default=1,
                          help="parallel processes (0: one per CPU)")
@@ -448,7 +478,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cfg = sub.add_parser("cfg", help="the CFG of a kernel as DOT or SVG")
     cfg.add_argument("file", metavar="FILE", help="a .musimd or .ptx file")
     cfg.add_argument("--kernel", help="the kernel (needed when the file has several)")
-    cfg.add_argument("--analysis", choices=sorted(ANALYSES), default=DEFAULT_ANALYSIS,
+    cfg.add_argument("--analysis", choices=sorted(ANALYSIS_NAMES), default=DEFAULT_ANALYSIS,
                      help="the analysis whose classes colour the graph")
     cfg.add_argument("--format", choices=("dot", "svg"),
                      help="default: svg if --output ends in .svg, else dot")
@@ -461,7 +491,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     facts.add_argument("--output", "-o", required=True, help="output directory")
     facts.add_argument("--format", choices=EXPORT_FORMATS, default="souffle",
                        help="fact format")
-    facts.add_argument("--derived", choices=sorted(ANALYSES), metavar="ANALYSIS",
+    facts.add_argument("--derived", choices=sorted(ANALYSIS_NAMES), metavar="ANALYSIS",
                        help="also export what this analysis' rules derive")
     facts.add_argument("--keyed", action="store_true",
                        help="add the file and kernel columns even for a single kernel")
@@ -480,7 +510,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--format", choices=("table", "json", "lp"), default="table",
                        help="output format")
     solve.add_argument("--kernel", help="only this kernel (default: every kernel)")
-    solve.add_argument("--analysis", choices=sorted(ANALYSES),
+    solve.add_argument("--analysis", choices=sorted(ANALYSIS_NAMES),
                        help="default rules: only this analysis' rule files (default: all "
                             "shipped rule files)")
     add_rule_file_options(solve)

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from gpudiv.analyses.deadlock import KernelDeadlocks, Place
 from gpudiv.analyses.results import KernelResult
+from gpudiv.perf import paused_gc
 
 
 class FindingKind:
@@ -246,16 +247,104 @@ def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "
     return [start], None
 
 
-def explain(result: KernelResult, name: str) -> str:
+# Variables a finding's explanation shows before it abbreviates a long chain (in a kernel
+# that accumulates a value over thousands of statements, one chain per finding would make
+# the report quadratic in the kernel).
+CHAIN_SHOWN = 40
+
+
+class Chains:
+    """Every variable's explanation chain from one pass over the reasons (linear in them).
+
+    `chain(v)` equals `shortest_chain(v, reasons)`: a breadth-first search from each
+    variable would make a report with one finding per branch quadratic. The distance of
+    every variable to its nearest terminal (non-`chained`) reason comes from one search
+    backwards from all terminals; a chain then follows, from each variable, its first
+    `chained` reason one step closer, which is the path the search from it finds first.
+    """
+
+    def __init__(self, reasons: dict[str, list[tuple]], chained: str = "operand") -> None:
+        self.reasons = reasons
+        self.chained = chained
+        users: dict[str, list[str]] = {}
+        self.distance: dict[str, int] = {}
+        queue: deque[str] = deque()
+        for var, listed in reasons.items():
+            for reason in listed:
+                if reason[0] == chained:
+                    users.setdefault(reason[1], []).append(var)
+            if any(reason[0] != chained for reason in listed):
+                self.distance[var] = 0
+                queue.append(var)
+        while queue:
+            var = queue.popleft()
+            for user in users.get(var, ()):
+                if user not in self.distance:
+                    self.distance[user] = self.distance[var] + 1
+                    queue.append(user)
+        self._ends: dict[str, str] = {}
+
+    def _next(self, var: str) -> str:
+        """The first `chained` origin of `var` one step closer to a terminal."""
+        closer = self.distance[var] - 1
+        return next(reason[1] for reason in self.reasons[var]
+                    if reason[0] == self.chained and self.distance.get(reason[1]) == closer)
+
+    def chain(self, start: str) -> tuple[list[str], tuple | None]:
+        """The shortest chain start → … → v and v's terminal reason (None: no terminal)."""
+        if start not in self.distance:
+            return [start], None
+        path = [start]
+        while self.distance[path[-1]] > 0:
+            path.append(self._next(path[-1]))
+        terminal = next(r for r in self.reasons[path[-1]] if r[0] != self.chained)
+        return path, terminal
+
+    def end(self, start: str) -> str:
+        """The last variable of `chain(start)` (memoised: linear over all variables)."""
+        walked = []
+        var = start
+        while var not in self._ends and self.distance[var] > 0:
+            walked.append(var)
+            var = self._next(var)
+        last = self._ends.get(var, var)
+        for member in walked:
+            self._ends[member] = last
+        self._ends[var] = last
+        return last
+
+    def shown(self, start: str, limit: int) -> tuple[list[str], int, tuple | None]:
+        """At most `limit` leading variables of `chain(start)`, how many more it has before
+        its last variable (which ends the list), and the terminal reason (None: none)."""
+        if start not in self.distance:
+            return [start], 0, None
+        length = self.distance[start] + 1
+        if length <= limit + 1:
+            path, terminal = self.chain(start)
+            return path, 0, terminal
+        path = [start]
+        while len(path) < limit:
+            path.append(self._next(path[-1]))
+        last = self.end(start)
+        terminal = next(r for r in self.reasons[last] if r[0] != self.chained)
+        return [*path, last], length - limit - 1, terminal
+
+
+def explain(result: KernelResult, name: str, chains: Chains | None = None) -> str:
     """Why a variable is divergent: the shortest chain of reasons to its origin, in words.
 
-    `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known.
+    `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known. A chain
+    of more than `CHAIN_SHOWN` + 1 variables shows its first `CHAIN_SHOWN`, `… (N more)`
+    and its last (`gpudiv explain` shows every step). Pass the kernel's `Chains` when
+    explaining many variables of one kernel.
     """
-    chain, terminal = shortest_chain(name, _reasons(result))
+    chain, more, terminal = (chains or Chains(_reasons(result))).shown(name, CHAIN_SHOWN)
     if terminal is None:
         return ""
     why, origin = terminal
-    return f"{' ← '.join(chain)} ({_terminal(result, chain[-1], why, origin)})"
+    words = " ← ".join(chain) if not more else \
+        f"{' ← '.join(chain[:-1])} ← … ({more} more) ← {chain[-1]}"
+    return f"{words} ({_terminal(result, chain[-1], why, origin)})"
 
 
 def _terminal(result: KernelResult, var: str, why: str, origin: str) -> str:
@@ -318,13 +407,16 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
     instructions = result.ssa.cfg.kernel.by_id()
     findings = []
     seen: dict[str, int] = {}
+    chains: Chains | None = None
     for branch in result.branches:
         if not branch.divergent:
             continue
+        if chains is None:
+            chains = Chains(_reasons(result))
         instr = instructions[branch.instruction]
         kind = BraUniDivergent if instr.attrs.get("uniform_hint") else DivergentBranch
         condition = branch.condition or "?"
-        why = explain(result, condition) if branch.condition else ""
+        why = explain(result, condition, chains) if branch.condition else ""
         ssa_var = result.ssa.variables.get(condition)
         subject = ssa_var.source if ssa_var else condition
         findings.append(Finding(
@@ -376,5 +468,7 @@ def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
 
 
 def file_findings(path: str, kernels: list[KernelResult]) -> list[Finding]:
-    """The findings of every kernel of one file."""
-    return [f for kernel in kernels for f in kernel_findings(path, kernel)]
+    """The findings of every kernel of one file (the cyclic collector paused: its rescans
+    of a large analysed kernel cost more than the findings, see gpudiv.perf)."""
+    with paused_gc():
+        return [f for kernel in kernels for f in kernel_findings(path, kernel)]

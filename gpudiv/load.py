@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpudiv import ir
-from gpudiv.frontend.musimd import parse_musimd
-from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.perf import paused_gc
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -59,11 +57,15 @@ def _place_of_byte(data: bytes, offset: int) -> tuple[int, int]:
 
 
 def parse_text(text: str, path: str, language: str = "musimd") -> ir.Program:
-    """Parse source text in the given language."""
+    """Parse source text in the given language (the front end imported on first use)."""
     with paused_gc():
         if language == "musimd":
+            from gpudiv.frontend.musimd import parse_musimd
+
             return parse_musimd(text, path)
         if language == "ptx":
+            from gpudiv.frontend.ptx import parse_ptx
+
             return parse_ptx(text, path)
     raise LoadError(f"{path}: error: unsupported language '{language}'")
 

@@ -7,7 +7,7 @@ Text uses rich tables on a terminal and plain aligned columns when piped.
 from __future__ import annotations
 
 import io
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.table import Table
@@ -16,8 +16,11 @@ from gpudiv import __version__
 from gpudiv.analyses.results import KernelResult
 from gpudiv.api import FileAnalysis
 from gpudiv.findings import Finding, branch_origins
-from gpudiv.oracle import CheckReport
+from gpudiv.perf import paused_gc
 from gpudiv.wording import count
+
+if TYPE_CHECKING:  # the oracle (and the interpreters, numpy) only for `gpudiv check`
+    from gpudiv.oracle import CheckReport
 
 
 def _round(ms: float) -> float:
@@ -71,15 +74,17 @@ def _kernels_json(analysed: FileAnalysis) -> list[dict]:
 
 
 def analysis_json(files: list[FileAnalysis]) -> dict:
-    """The whole `analyze --format json` document."""
-    return {"tool": "gpudiv", "version": __version__, "inputs": [
-        {"path": f.path, "language": f.language,
-         "kernels": _kernels_json(f),
-         "errors": [{"line": d.line, "column": d.column, "message": d.message}
-                    for d in f.errors],
-         "warnings": [{"line": d.line, "column": d.column, "message": d.message}
-                      for d in f.diagnostics if d.severity == "warning"]}
-        for f in files]}
+    """The whole `analyze --format json` document (built with the cyclic collector paused,
+    as the analysis runs: gpudiv.perf)."""
+    with paused_gc():
+        return {"tool": "gpudiv", "version": __version__, "inputs": [
+            {"path": f.path, "language": f.language,
+             "kernels": _kernels_json(f),
+             "errors": [{"line": d.line, "column": d.column, "message": d.message}
+                        for d in f.errors],
+             "warnings": [{"line": d.line, "column": d.column, "message": d.message}
+                          for d in f.diagnostics if d.severity == "warning"]}
+            for f in files]}
 
 
 def check_json(files: list[tuple[str, list[CheckReport]]]) -> dict:

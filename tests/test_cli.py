@@ -1,6 +1,8 @@
 """The command line: output contracts, exit codes, one-line errors without tracebacks."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -265,3 +267,31 @@ def test_long_work_reports_its_stages():
     checked = []
     api.check(result, on_progress=lambda *event: checked.append(event), max_steps=100)
     assert checked == [("checking", i, 4) for i in range(4)]
+
+
+def test_command_table_matches_what_the_modules_register():
+    """`gpudiv --help` lists the subcommands from `COMMANDS` without importing them: the
+    table names each subcommand's module and help line as the module registers it."""
+    import argparse
+    import importlib
+
+    from gpudiv.cli import COMMANDS, _register_run_and_check
+    for module in {m for m, _ in COMMANDS.values()}:
+        sub = argparse.ArgumentParser().add_subparsers()
+        register = _register_run_and_check if module is None else \
+            importlib.import_module(module).register
+        register(sub)
+        helps = {a.dest: a.help for a in sub._choices_actions}
+        assert helps == {name: line for name, (m, line) in COMMANDS.items() if m == module}
+
+
+def test_help_imports_no_analysis_machinery(tmp_path):
+    """Start-up of `gpudiv --help` (issue 16): no clingo, networkx, numpy, Lark or rich."""
+    code = ("import sys\nfrom gpudiv.cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\nheavy = ('clingo', 'networkx', 'numpy', 'lark', "
+            "'rich', 'gpudiv.api', 'gpudiv.analyses.driver')\n"
+            "print(sorted(m for m in heavy if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True, cwd=tmp_path)
+    assert "usage: gpudiv" in done.stdout and "analyze" in done.stdout
+    assert done.stdout.strip().endswith("[]"), done.stdout[-300:]

@@ -147,3 +147,49 @@ def test_absolute_cuda_path_of_another_machine_resolves_beside_the_ptx(tmp_path)
     (tmp_path / "grid_stride.cu").unlink()  # nothing beside it: the recorded path is kept
     findings = findings_of(tmp_path / "grid_stride.O3.ptx")
     assert {f.origin.path for f in findings} == {elsewhere}
+
+
+def test_chains_equal_one_search_per_variable():
+    """`Chains` (one pass) finds the chain a breadth-first search from each variable finds."""
+    import random
+
+    from gpudiv.findings import Chains, shortest_chain
+    rng = random.Random(16)
+    for _ in range(200):
+        names = [f"v{i}" for i in range(rng.randint(1, 9))]
+        reasons = {}
+        for name in names:
+            listed = [(rng.choice(("operand", "operand", "join", "source")), rng.choice(names))
+                      for _ in range(rng.randint(0, 3))]
+            if listed:
+                reasons[name] = sorted(listed)
+        chains = Chains(reasons)
+        for name in names:
+            assert chains.chain(name) == shortest_chain(name, reasons), (name, reasons)
+
+
+def test_findings_work_is_linear_in_the_kernel():
+    """Explanations were computed per finding over the whole kernel (quadratic on a nest of
+    divergent ifs); doubling the nest now doubles the work."""
+    import sys
+
+    from tests.test_sizes import executed_lines
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from size_inputs import nested_ifs
+    counts = []
+    for depth in (30, 60):
+        analysed = gpudiv.analyze_text(nested_ifs(depth), "nest.musimd", "simple")
+        counts.append(executed_lines(lambda a=analysed: file_findings(a.path, a.kernels)))
+    assert counts[1] / counts[0] < 2.3, counts
+
+
+def test_long_chains_are_abbreviated_and_keep_their_end():
+    from gpudiv.findings import CHAIN_SHOWN, Chains
+    reasons = {f"v{i}": [("operand", f"v{i + 1}")] for i in range(100)}
+    reasons["v100"] = [("source", "tid")]
+    chains = Chains(reasons)
+    path, more, terminal = chains.shown("v0", CHAIN_SHOWN)
+    assert path == [f"v{i}" for i in range(CHAIN_SHOWN)] + ["v100"]
+    assert more == 101 - CHAIN_SHOWN - 1 and terminal == ("source", "tid")
+    assert chains.shown("v60", CHAIN_SHOWN) == (chains.chain("v60")[0], 0, ("source", "tid"))
+    assert chains.end("v3") == "v100" and chains.end("v100") == "v100"

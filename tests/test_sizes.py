@@ -14,7 +14,7 @@ import pytest
 
 from gpudiv.analyses import ANALYSES, driver
 from gpudiv.api import analyze, analyze_text
-from gpudiv.cfg import build_cfg, region_work
+from gpudiv.cfg import build_cfg, region_walk, region_work
 from gpudiv.cli import main
 from gpudiv.load import parse_text
 from gpudiv.ssa import build_ssa
@@ -83,6 +83,7 @@ def test_region_work_bounds_the_quadratic_part():
 
 def test_analysis_gives_up_on_a_kernel_that_is_too_large(monkeypatch):
     monkeypatch.setattr(driver, "MAX_REGION_WORK", 10_000)
+    monkeypatch.setattr(driver, "MAX_REGION_WALK", 10_000)
     text = nested_ifs(100) + nested_ifs(5).replace("kernel nest(", "kernel small(")
     result = analyze_text(text, "two.musimd")
     assert [k.name for k in result.kernels] == ["small"]
@@ -90,6 +91,20 @@ def test_analysis_gives_up_on_a_kernel_that_is_too_large(monkeypatch):
     assert error.message.startswith("kernel nest: too large to analyse: its branches' "
                                     "influence regions add up to")
     assert "the kernel is skipped" in error.message
+
+
+def test_a_long_sequence_of_branches_is_not_refused_for_its_quadratic_bound(monkeypatch):
+    """`region_work` counts every block a branch's join post-dominates: quadratic for if/else
+    diamonds one after the other, whose regions (what the rules walk) are two blocks."""
+    from scaling_inputs import branches
+    monkeypatch.setattr(driver, "MAX_REGION_WORK", 10_000)
+    monkeypatch.setattr(driver, "MAX_REGION_WALK", 10_000)
+    program = parse_text(branches(800), "seq.ptx", "ptx")
+    (kernel,) = program.kernels
+    cfg = build_cfg(kernel)
+    assert region_work(cfg) > 10_000 and region_walk(cfg, 10_000) < 1_000
+    result = analyze(program)
+    assert not result.errors and len(result.kernels[0].branches) == 100
 
 
 def test_instruction_limit(monkeypatch, capsys, tmp_path):
@@ -105,6 +120,7 @@ def test_instruction_limit(monkeypatch, capsys, tmp_path):
 
 def test_size_limit_through_the_driver_api(monkeypatch):
     monkeypatch.setattr(driver, "MAX_REGION_WORK", 10_000)
+    monkeypatch.setattr(driver, "MAX_REGION_WALK", 10_000)
     kernel = kernel_of(nested_ifs(100), "musimd")
     with pytest.raises(driver.SizeLimit, match="too large to analyse"):
         ANALYSES["simple"](kernel)

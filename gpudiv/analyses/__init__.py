@@ -1,23 +1,45 @@
 """Registry of analyses: name → driver (`Analysis`: call it on a kernel, or `run` it on
-all kernels of a file at once)."""
+all kernels of a file at once).
+
+The drivers (and clingo, networkx behind them) are imported on first use of `ANALYSES` or
+`get_analysis`; `ANALYSIS_NAMES` and `DEFAULT_ANALYSIS` cost nothing (command-line
+start-up)."""
 
 from __future__ import annotations
 
-from gpudiv.analyses import affine, affine2, simple
-from gpudiv.analyses.driver import Analysis
+from typing import TYPE_CHECKING
 
-ANALYSES: dict[str, Analysis] = {
-    "simple": simple.analysis(),
-    "affine": affine.analysis(),
-    "affine2": affine2.analysis(),
-}
+if TYPE_CHECKING:
+    from gpudiv.analyses.driver import Analysis
+
+ANALYSIS_NAMES = ("simple", "affine", "affine2")
 
 # The most precise analysis is the default (as in the thesis' implementation, §5.3).
 DEFAULT_ANALYSIS = "affine2"
 
+_registry: dict[str, Analysis] = {}
+
+
+def _analyses() -> dict[str, Analysis]:
+    """The registry, built on first use."""
+    if not _registry:
+        from gpudiv.analyses import affine, affine2, simple
+
+        _registry.update({"simple": simple.analysis(), "affine": affine.analysis(),
+                          "affine2": affine2.analysis()})
+    return _registry
+
+
+def __getattr__(name: str) -> dict[str, Analysis]:
+    """`ANALYSES`: name → driver, built on first access."""
+    if name == "ANALYSES":
+        return _analyses()
+    raise AttributeError(f"module 'gpudiv.analyses' has no attribute {name!r}")
+
 
 def get_analysis(name: str) -> Analysis:
     """The driver of a named analysis; ValueError lists the known names."""
-    if name not in ANALYSES:
-        raise ValueError(f"unknown analysis '{name}' (known: {', '.join(ANALYSES)})")
-    return ANALYSES[name]
+    analyses = _analyses()
+    if name not in analyses:
+        raise ValueError(f"unknown analysis '{name}' (known: {', '.join(analyses)})")
+    return analyses[name]

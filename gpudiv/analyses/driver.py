@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.analyses.results import KernelResult
-from gpudiv.cfg import build_cfg, region_work
+from gpudiv.cfg import build_cfg, region_walk, region_work
 from gpudiv.facts import RELATIONS, facts_text
 from gpudiv.launch_shape import BlockShape, kernel_shape
 from gpudiv.perf import paused_gc
@@ -60,6 +60,12 @@ BuildResult = Callable[[str, ir.Kernel, SSAForm, SolveResult, dict[str, float]],
 # 2 GB), or a `region_work` above this (a nest of 2,000 `if`s, 8 million, took 3.2 GB).
 MAX_KERNEL_INSTRUCTIONS = 250_000
 MAX_REGION_WORK = 4_000_000
+# Above that bound, what the rules really walk (`region_walk`: blocks and their edges),
+# with the same limit: a nest of 1,000 `if`s walks 2.5 million (about 700 MB), one of
+# 1,500 walks 5.6 million (refused, as by the bound; admitted it took 134 s and 1.5 GB).
+# It admits long sequences of small branches, whose bound is quadratic and walk linear
+# (1,250 if/else diamonds: bound 4.7 million, walk 7,500).
+MAX_REGION_WALK = 4_000_000
 
 
 class SizeLimit(RuleError):
@@ -72,7 +78,8 @@ def size_problem(kernel: ir.Kernel, cfg=None) -> SizeLimit | None:
         return SizeLimit(f"too large to analyse: {kernel.instruction_count} instructions "
                          f"(at most {MAX_KERNEL_INSTRUCTIONS}); the kernel is skipped")
     work = region_work(cfg) if cfg is not None else 0
-    if work > MAX_REGION_WORK:
+    # `work` is a bound; above the limit, count what the rules would walk (up to a limit)
+    if work > MAX_REGION_WORK and region_walk(cfg, MAX_REGION_WALK) > MAX_REGION_WALK:
         return SizeLimit(f"too large to analyse: its branches' influence regions add up to "
                          f"{work} blocks (at most {MAX_REGION_WORK}: join points of deeply "
                          "nested branches take memory quadratic in the depth); the kernel "

@@ -1,0 +1,177 @@
+"""Scaling of every stage of `gpudiv analyze` on generated kernels (issue 16, item 2).
+
+For each shape of `scaling_inputs.py` (straight-line code, loop nests, many branches,
+calls, `-G`-style local memory) and each size N (instructions asked for; the table shows
+the IR instructions actually analysed, calls inlined), one fresh process generates the
+kernel, warms up on a small one of the same shape (grammar and rule loading are start-up,
+not scaling), then times each stage once per `--repeat` and keeps the median:
+
+| stage | what is timed |
+|---|---|
+| `parse`, `lower` | `parse_ptx_timed`: PTX text to parsed forms, forms to IR |
+| `ssa` | CFG, dominators and gated SSA (the analysis driver's `ssa` timing) |
+| `facts` | fact building |
+| `ground`, `solve` | clingo |
+| `other` | the rest of the analysis: clingo reading facts and rules, atoms read back |
+| `findings` | findings and their explanation chains (`file_findings`) |
+| `report` | the JSON document (`analysis_json`, `json.dumps`) |
+
+After the table, the fitted exponent of each stage per shape: the least-squares slope of
+log(time) against log(instructions) over the sizes (1 linear, 2 quadratic). Stages under
+`--floor` ms at a size are left out of the fit there (timer noise); `-` when fewer than
+two sizes remain.
+
+    python benchmarks/bench_scaling.py                           # every shape, 1k..200k
+    python benchmarks/bench_scaling.py --shapes branches --sizes 1000 10000 --repeat 3
+    python benchmarks/bench_scaling.py --json                    # machine-readable rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scaling_inputs import SHAPES  # noqa: E402
+
+STAGES = ("parse", "lower", "ssa", "facts", "ground", "solve", "other", "findings",
+          "report")
+DEFAULT_SIZES = (1000, 3000, 10_000, 30_000, 100_000, 200_000)
+
+
+def _once(text: str, analysis: str) -> dict:
+    """Every stage's milliseconds on one kernel text, and its size."""
+    from gpudiv.analyses import get_analysis
+    from gpudiv.api import analyze
+    from gpudiv.findings import file_findings
+    from gpudiv.frontend.ptx import parse_ptx_timed
+    from gpudiv.perf import paused_gc
+    from gpudiv.report import analysis_json
+
+    get_analysis(analysis)
+    with paused_gc():
+        program, read = parse_ptx_timed(text, "scaling.ptx")
+    start = time.perf_counter()
+    analysed = analyze(program, analysis)
+    wall = (time.perf_counter() - start) * 1000
+    (kernel,) = analysed.kernels
+    row = {"instructions": kernel.instructions, "blocks": kernel.blocks,
+           "parse": read["parse"], "lower": read["lower"]}
+    for stage in ("ssa", "facts", "ground", "solve"):
+        row[stage] = kernel.timing_ms.get(stage, 0.0)
+    row["other"] = max(0.0, wall - sum(row[s] for s in ("ssa", "facts", "ground", "solve")))
+    start = time.perf_counter()
+    findings = file_findings(analysed.path, analysed.kernels)
+    row["findings"] = (time.perf_counter() - start) * 1000
+    analysed.cached_findings = findings
+    start = time.perf_counter()
+    json.dumps(analysis_json([analysed]))
+    row["report"] = (time.perf_counter() - start) * 1000
+    return row
+
+
+def measure(shape: str, size: int, analysis: str, repeat: int) -> dict:
+    """Median stage times of one generated kernel (run in this process)."""
+    _once(SHAPES[shape](min(size, 200)), analysis)  # warm-up: grammar, rules, imports
+    text = SHAPES[shape](size)
+    runs = [_once(text, analysis) for _ in range(repeat)]
+    row = {"shape": shape, "size": size, "instructions": runs[0]["instructions"],
+           "blocks": runs[0]["blocks"]}
+    for stage in STAGES:
+        row[stage] = statistics.median(r[stage] for r in runs)
+    row["total"] = sum(row[s] for s in STAGES)
+    return row
+
+
+def fitted_exponent(points: list[tuple[int, float]], floor: float) -> float | None:
+    """Least-squares slope of log(ms) on log(size) over points at or above `floor` ms."""
+    kept = [(math.log(n), math.log(t)) for n, t in points if t >= floor and n > 0]
+    if len(kept) < 2:
+        return None
+    mean_x = sum(x for x, _ in kept) / len(kept)
+    mean_y = sum(y for _, y in kept) / len(kept)
+    spread = sum((x - mean_x) ** 2 for x, _ in kept)
+    if spread == 0:
+        return None
+    return sum((x - mean_x) * (y - mean_y) for x, y in kept) / spread
+
+
+def exponents(rows: list[dict], floor: float) -> dict[str, dict[str, float | None]]:
+    """Per shape, the fitted exponent of each stage and of the total."""
+    result = {}
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        mine = [r for r in rows if r["shape"] == shape]
+        result[shape] = {stage: fitted_exponent([(r["instructions"], r[stage]) for r in mine],
+                                                floor)
+                         for stage in (*STAGES, "total")}
+    return result
+
+
+def _run_child(shape: str, size: int, analysis: str, repeat: int) -> dict:
+    """`measure` in a fresh interpreter (no memory or caches carried between sizes)."""
+    done = subprocess.run([sys.executable, __file__, "--child", shape, str(size),
+                           "--analysis", analysis, "--repeat", str(repeat)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{shape} {size}: failed\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def print_table(rows: list[dict], fits: dict, floor: float) -> None:
+    """The stage table and the exponents, aligned."""
+    heads = ("shape", "instrs", "blocks", *STAGES, "total", "µs/instr")
+    table = [[r["shape"], str(r["instructions"]), str(r["blocks"]),
+              *(f"{r[s]:.1f}" for s in (*STAGES, "total")),
+              f"{1000 * r['total'] / max(1, r['instructions']):.1f}"] for r in rows]
+    _aligned([heads, *table])
+    print(f"\nfitted exponents (log-log least squares; stages under {floor} ms left out)")
+    fit_rows = [[shape, *("-" if e is None else f"{e:.2f}" for e in per.values())]
+                for shape, per in fits.items()]
+    _aligned([("shape", *STAGES, "total"), *fit_rows])
+
+
+def _aligned(rows: list) -> None:
+    widths = [max(len(str(row[k])) for row in rows) for k in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(str(c).ljust(w) if k == 0 else str(c).rjust(w)
+                        for k, (c, w) in enumerate(zip(row, widths, strict=True))))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure every shape at every size and print the stage table and exponents."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
+    parser.add_argument("--sizes", nargs="+", type=int, default=list(DEFAULT_SIZES))
+    parser.add_argument("--analysis", default="affine2")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--floor", type=float, default=5.0,
+                        help="stages under this many ms at a size are left out of the fit")
+    parser.add_argument("--json", action="store_true", help="rows and exponents as JSON")
+    parser.add_argument("--child", nargs=2, metavar=("SHAPE", "SIZE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure(args.child[0], int(args.child[1]), args.analysis,
+                                 args.repeat)))
+        return 0
+    rows = []
+    for shape in args.shapes:
+        for size in args.sizes:
+            row = _run_child(shape, size, args.analysis, args.repeat)
+            print(f"{shape} {size}: {row['total']:.0f} ms", file=sys.stderr, flush=True)
+            rows.append(row)
+    fits = exponents(rows, args.floor)
+    if args.json:
+        print(json.dumps({"rows": rows, "exponents": fits}, indent=1))
+    else:
+        print_table(rows, fits, args.floor)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
