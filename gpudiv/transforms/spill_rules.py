@@ -6,7 +6,7 @@
 | (i) constant | (0, 0, c) | `v = c` | none |
 | (ii) shared | (0, 0, ⊥) uniform | `v = shared[b + k]` | `shared[b + k] = v` |
 | (iii) remat | (0, c1, c2), c1 ≠ 0 | `v = c1·tid + c2` | none |
-| (iv) shared + mad | (0, c, ⊥), c ≠ 0 | `t = shared[b + k]; v = c·tid + t` | `t = v − c·tid; shared[b + k] = t` |
+| (iv) shared+mad | (0,c,⊥), c≠0 | `t = shared[b+k]; v = c·tid+t` | `t = v−c·tid; shared[b+k] = t` |
 
 The state of a variable is the meet of the states of all its SSA versions (its μ, γ and
 η included): one spill slot holds every version, so sumTriangle's `d` (uniform inside
