@@ -79,6 +79,10 @@ def test_fig_4_2_vs_fig_4_4_avgsquare_two_lanes_three_registers():
     assert run.local[0] == {LOCAL_BASE: 4 + 6}  # affine: only s in local memory
     # shared[0] = d (2 trips), shared[1] = t0 = N - tid = c*c (Fig 4.4: st.shared t0 [1])
     assert (run.shared[SHARED_BASE], run.shared[SHARED_BASE + 1]) == (c, c * c)
+    # two warps of two lanes (tid 0..3 < c = 4): each warp has its own area of 2 words
+    memory[0] = 4
+    run = run_kernel(affine, LaunchConfig(threads=4, warp_width=2, shared=dict(memory)))
+    assert [run.shared[SHARED_BASE + k] for k in range(4)] == [4, 16, 4, 16]
 
 
 @pytest.mark.slow
