@@ -12,7 +12,8 @@ Options: `allocator` (linear, divergence, remat, affine; `spill_rules.ALLOCATORS
    followed by its store, as `spill_rules.py` says for the allocator.
 3. Local slots are `local[LOCAL_BASE + k]` (one per thread); shared slots are
    `shared[sb + k]` where `sb = SHARED_BASE + warpid · K` is computed once at the entry
-   into a reserved base register (one area of K words per warp; μ-SIMD runs one block,
+   (in a block of its own when the entry block is a loop header) into a reserved base
+   register (one area of K words per warp; μ-SIMD runs one block,
    whose shared memory is its own).
 4. The definition of a variable that is recomputed (rules i, iii) is removed when it
    cannot trap; its store is removed in any case.
@@ -265,11 +266,7 @@ def rewrite(kernel: ir.Kernel, assignment: Assignment, plans: list[SpillPlan],
                     instr.dest = regs[old]
             instr.text = instr.text and _retext(instr)
     if spiller.shared_slots:
-        entry = kernel.blocks[0].label
-        setup = [_assign(names.base, "*", ir.Special("warpid"), ir.Const(spiller.shared_slots)),
-                 _assign(names.base, "+", ir.Var(names.base), ir.Const(SHARED_BASE))]
-        for one in reversed(setup):
-            rewriter.insert_at_start(entry, one)
+        _set_up_base(rewriter, names.base, spiller.shared_slots)
     kernel.registers = {**{r: "s32" for r in regs.values()},
                         **{names.scratch(n): "s32" for n in range(3)}}
     if spiller.shared_slots:
@@ -296,6 +293,22 @@ def rewrite(kernel: ir.Kernel, assignment: Assignment, plans: list[SpillPlan],
                                           "mad_instructions")},
     }
     return kernel
+
+
+def _set_up_base(rewriter: Rewriter, base: str, slots: int) -> None:
+    """`base = warpid·slots + SHARED_BASE` once at the entry (in a block of its own when
+    the entry block is also a branch target, so that a loop does not recompute it)."""
+    kernel = rewriter.kernel
+    setup = [_assign(base, "*", ir.Special("warpid"), ir.Const(slots)),
+             _assign(base, "+", ir.Var(base), ir.Const(SHARED_BASE))]
+    entry = kernel.blocks[0]
+    if any(i.target == entry.label for i in kernel.instructions()):
+        block = ir.Block(rewriter.fresh_label("spill_setup"), [rewriter.new(i) for i in setup],
+                         entry.loc, user_label=False)
+        kernel.blocks.insert(0, block)
+        return
+    for one in reversed(setup):
+        rewriter.insert_at_start(entry.label, one)
 
 
 def _rename(operand: ir.Operand, scratch: dict[str, str], regs: dict[str, str],

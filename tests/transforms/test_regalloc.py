@@ -171,3 +171,20 @@ def test_assigned_parameter_and_bad_options():
     with pytest.raises(PassError, match="at least 1"):
         Pipeline([get_pass("regalloc", registers=0)]).run(program)
     assert all(i.kind != ir.OPAQUE for i in out.kernels[0].instructions())
+
+
+def test_base_register_is_set_up_outside_a_loop_at_the_entry():
+    source = ("kernel k(n)\nL:    i = shared[0]\n      i = i + 1\n      u = n * 2\n"
+              "      w = u + i\n      x = w * u\n      barrier\n      shared[0] = i\n"
+              "      shared[i] = x\n      p = i < n\n      bnz p, L\n"
+              "      shared[tid] = u\n      stop\n")
+    program = parse_text(source, "k.musimd")
+    out = Pipeline([get_pass("regalloc", allocator="divergence", registers=1)]).run(program)
+    (kernel,) = out.kernels
+    assert kernel.attrs["transform_stats"]["spills_shared"] == 2
+    assert [i.text for i in kernel.blocks[0].instructions] == ["sb = warpid * 2",
+                                                               "sb = sb + 268435456"]
+    assert kernel.blocks[1].label == "L"
+    reread = parse_text(print_program(out), "k.musimd")
+    assert compare_kernels(program.kernels[0], reread.kernels[0], "musimd", 0,
+                           kernel.attrs["scratch"]).status == "verified"
