@@ -235,51 +235,71 @@ def rewrite(kernel: ir.Kernel, assignment: Assignment, plans: list[SpillPlan],
     """Rename to registers and insert the spill code of `plans` (in place)."""
     names = _Names(kernel)
     spiller = _Spiller(kernel, plans, names)
-    rewriter = spiller.rewriter
     regs = {v: names.register(n) for v, n in assignment.registers.items()}
     before = kernel.instruction_count
     removed = 0
     for block in kernel.blocks:
         for instr in list(block.instructions):
-            p = spiller.plans.get(instr.dest or "")
-            if p is not None and p.rule in (CONSTANT, REMAT) and \
-                    instr.kind == ir.ASSIGN and traits.is_speculatable(instr):
-                rewriter.erase(instr)  # recomputed at every use instead
-                removed += 1
-                continue
-            scratch: dict[str, str] = {}
-            for name in dict.fromkeys(instr.used_vars):
-                if name in spiller.plans:
-                    scratch[name] = names.scratch(len(scratch))
-                    for one in spiller.reload(name, scratch[name]):
-                        rewriter.insert_before(instr, one)
-            instr.args = tuple(_rename(a, scratch, regs, kernel) for a in instr.args)
-            instr.implicit = tuple(_rename(a, scratch, regs, kernel) for a in instr.implicit)
-            if instr.dest is not None and instr.dest not in kernel.params:
-                old = instr.dest
-                if old in spiller.plans:
-                    instr.dest = names.scratch(0)
-                    anchor = instr
-                    for one in spiller.store(old, instr.dest):
-                        anchor = rewriter.insert_after(anchor, one)
-                else:
-                    instr.dest = regs[old]
-            instr.text = instr.text and _retext(instr)
+            removed += _rewrite_instruction(instr, spiller, regs, kernel)
     if spiller.shared_slots:
-        _set_up_base(rewriter, names.base, spiller.shared_slots)
+        _set_up_base(spiller.rewriter, names.base, spiller.shared_slots)
     kernel.registers = {**{r: "s32" for r in regs.values()},
                         **{names.scratch(n): "s32" for n in range(3)}}
     if spiller.shared_slots:
         kernel.registers[names.base] = "s32"
     kernel.attrs["scratch"] = {"shared": (SHARED_BASE, SHARED_BASE + SCRATCH_SPAN),
                                "local": (LOCAL_BASE, LOCAL_BASE + SCRATCH_SPAN)}
-    rules = Counter(p.rule for p in plans)
-    used_scratch = {a.name for i in kernel.instructions() for a in (*i.args, ir.Var(i.dest or ""))
-                    if isinstance(a, ir.Var) and re.fullmatch(re.escape(names.prefix) + r"x\d",
-                                                              a.name)}
     kernel.attrs["transform_stats"] = {
         "allocator": allocator, "register_budget": registers,
-        "registers_used": assignment.used, "scratch_registers": len(used_scratch),
+        "registers_used": assignment.used,
+        "scratch_registers": _scratch_used(kernel, names),
+        "definitions_removed": removed, "instructions_original": before,
+        **_spill_stats(plans, spiller)}
+    return kernel
+
+
+def _rewrite_instruction(instr: ir.Instruction, spiller: _Spiller, regs: dict[str, str],
+                         kernel: ir.Kernel) -> int:
+    """Rename one instruction's registers and surround it with its reloads and stores;
+    1 when it is a recomputed definition, which is removed instead."""
+    names, rewriter = spiller.names, spiller.rewriter
+    p = spiller.plans.get(instr.dest or "")
+    if p is not None and p.rule in (CONSTANT, REMAT) and instr.kind == ir.ASSIGN and \
+            traits.is_speculatable(instr):
+        rewriter.erase(instr)  # recomputed at every use instead
+        return 1
+    scratch: dict[str, str] = {}
+    for name in dict.fromkeys(instr.used_vars):
+        if name in spiller.plans:
+            scratch[name] = names.scratch(len(scratch))
+            for one in spiller.reload(name, scratch[name]):
+                rewriter.insert_before(instr, one)
+    instr.args = tuple(_rename(a, scratch, regs, kernel) for a in instr.args)
+    instr.implicit = tuple(_rename(a, scratch, regs, kernel) for a in instr.implicit)
+    if instr.dest is not None and instr.dest not in kernel.params:
+        old = instr.dest
+        if old in spiller.plans:
+            instr.dest = names.scratch(0)
+            anchor = instr
+            for one in spiller.store(old, instr.dest):
+                anchor = rewriter.insert_after(anchor, one)
+        else:
+            instr.dest = regs[old]
+    instr.text = instr.text and _retext(instr)
+    return 0
+
+
+def _scratch_used(kernel: ir.Kernel, names: _Names) -> int:
+    """How many scratch registers the rewritten kernel uses."""
+    scratch = {names.scratch(n) for n in range(3)}
+    return len({n for i in kernel.instructions() for n in (*i.used_vars, i.dest)
+                if n in scratch})
+
+
+def _spill_stats(plans: list[SpillPlan], spiller: _Spiller) -> dict[str, object]:
+    """Spills by rule, slots and static spill instructions."""
+    rules = Counter(p.rule for p in plans)
+    return {
         "base_registers": 1 if spiller.shared_slots else 0,
         "spilled": len(plans), "spilled_names": [p.name for p in plans],
         "spills_local": rules[LOCAL], "spills_constant": rules[CONSTANT],
@@ -287,12 +307,9 @@ def rewrite(kernel: ir.Kernel, assignment: Assignment, plans: list[SpillPlan],
         "spills_shared_affine": rules[SHARED_AFFINE],
         "local_slots_per_thread": spiller.local_slots,
         "shared_slots_per_warp": spiller.shared_slots,
-        "definitions_removed": removed, "instructions_original": before,
         **{k: spiller.static[k] for k in ("local_loads", "local_stores", "shared_loads",
                                           "shared_stores", "remat_instructions",
-                                          "mad_instructions")},
-    }
-    return kernel
+                                          "mad_instructions")}}
 
 
 def _set_up_base(rewriter: Rewriter, base: str, slots: int) -> None:
