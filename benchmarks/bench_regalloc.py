@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 printed = parse_text(print_program(out), path).kernels[index]
                 status = compare_kernels(kernel, printed, "musimd", index,
-                                         done.attrs["scratch"]).status
+                                         scratch=done.attrs["scratch"]).status
                 costs[allocator] = profile(printed, launches_for("musimd", kernel, index))
                 gain = speedup(costs["linear"], costs[allocator])
                 if costs[allocator].runs:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpudiv.commands import CommandError
 from gpudiv.corpus import collect_inputs
+from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError
 from gpudiv.transforms import available
 from gpudiv.transforms.spill_rules import ALLOCATORS
@@ -49,6 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "divergence, remat, affine: Sampaio 2013 Fig 4.3)")
     parser.add_argument("--registers", type=int, default=8, metavar="N",
                         help="regalloc: registers per thread for the kernel's values")
+    parser.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
+                        help="reconvergence policy of the --verify runs: auto (default), "
+                             "ipdom, sync (μ-SIMD `sync` and the reconvergence points "
+                             "written on branches), frontier, mimd")
     parser.set_defaults(handler=cmd_transform)
 
 
@@ -130,6 +135,7 @@ def cmd_transform(args: argparse.Namespace) -> int:
         try:
             options = {"regalloc": {"allocator": args.allocator, "registers": args.registers}}
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
+                               reconvergence=args.reconvergence,
                                seed=args.seed, options=options)
         except (TransformError, LoadError) as error:
             print(str(error), file=sys.stderr)

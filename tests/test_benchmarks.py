@@ -24,6 +24,7 @@ TINY = {
     "bench_ptx_frontend.py": ["--repeat", "1", "--sizes", "300", "--shapes", "many",
                               "--memory-mb", "--skip-samples", "--skip-analysis", "--json"],
     "bench_policies.py": ["--repeat", "1", "--json"],
+    "bench_musimd_interp.py": ["--repeat", "1", "--cases", "1", "--json"],
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
     "bench_regalloc.py": ["samples/musimd/avgSquare.musimd", "--registers", "3"],

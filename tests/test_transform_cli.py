@@ -137,3 +137,16 @@ def test_identity_verifies_every_sample_kernel(path):
         assert kernel.oracle_violations == []
     assert any(k.status == "verified" for k in result.kernels) or all(
         "cannot execute" in k.reason or "unsupported" in k.reason for k in result.kernels)
+
+
+def test_verify_under_a_chosen_reconvergence_policy(capsys, tmp_path):
+    """The spin lock whose loop exit reconverges at the loop header (a moved
+    reconvergence point, kept by the printer) verifies under sync: every launch runs."""
+    text = (ROOT / "musimd/spin_lock.musimd").read_text().replace(
+        "bnz g, CRIT             # while (!try_lock()) ;", "bnz g, CRIT  # gpudiv: reconverge SPIN")
+    path = tmp_path / "marked.musimd"
+    path.write_text(text)
+    code, out, _ = run(capsys, "transform", str(path), "--pass", "identity", "--kernel",
+                       "spin_lock", "--verify", "--reconvergence", "sync", "--json")
+    (kernel,) = json.loads(out)["files"][0]["kernels"]
+    assert (code, kernel["status"], kernel["runs"]) == (0, "verified", 10)

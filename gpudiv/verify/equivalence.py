@@ -152,12 +152,15 @@ def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
 
 
 def compare_kernels(before: ir.Kernel, after: ir.Kernel, language: str,
-                    seed: int = 0, scratch: Scratch | None = None) -> Equivalence:
-    """Run both kernels on the same launches and compare their memory (`scratch`: the
-    spill areas of the result, see `_without_scratch`)."""
+                    seed: int = 0, reconvergence: str = "auto",
+                    scratch: Scratch | None = None) -> Equivalence:
+    """Run both kernels on the same launches, under the reconvergence policy
+    (`gpudiv.interp.simt`), and compare their memory (`scratch`: the spill areas of the
+    result, see `_without_scratch`)."""
     report = Equivalence(before.name)
     failures: list[str] = []
     for launch in launches_for(language, before, seed):
+        launch.reconvergence = reconvergence
         shown = _describe(launch)
         outcomes = []
         for kernel in (before, after):

@@ -111,11 +111,11 @@ def _oracle(program: ir.Program, kernel: ir.Kernel, seed: int,
 
 def transform(source: str | Path | ir.Program, passes: str | list[Pass],
               kernel: str | None = None, verify: bool = False, seed: int = 0,
-              analysis: str = DEFAULT_ANALYSIS,
+              analysis: str = DEFAULT_ANALYSIS, reconvergence: str = "auto",
               options: dict[str, dict[str, object]] | None = None) -> FileTransform:
     """Run the passes (`"p1,p2"` or Pass objects; `options`: pass name → options) over
     a file's kernels (only `kernel` when given) and print the result; with `verify`,
-    compare runs and re-check claims."""
+    compare runs under the `reconvergence` policy and re-check claims."""
     program = source if isinstance(source, ir.Program) else load(source)
     where = f"{program.path}:1:1: error:"
     if program.errors:
@@ -144,8 +144,8 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
         if reread is None:
             continue
         printed = reread.kernels[index]
-        equal = compare_kernels(old, printed, program.language, seed + index,
-                                new.attrs.get("scratch"))
+        equal = compare_kernels(old, printed, program.language, seed + index, reconvergence,
+                                scratch=new.attrs.get("scratch"))
         report.status, report.runs, report.reason = equal.status, equal.runs, equal.reason
         report.dynamic = equal.dynamic()
         if equal.difference is not None:

@@ -112,8 +112,8 @@ def test_slides_rematerialisation_removes_the_store_and_recomputes_n():
         reread = parse_text(print_program(out), "slides.musimd")
         for before, after, done in zip(load(SLIDES).kernels, reread.kernels, out.kernels,
                                        strict=True):
-            assert compare_kernels(before, after, "musimd", 0, done.attrs["scratch"]).status \
-                == "verified"
+            outcome = compare_kernels(before, after, "musimd", 0, scratch=done.attrs["scratch"])
+            assert outcome.status == "verified"
 
 
 
@@ -135,7 +135,7 @@ def test_sumtriangle_d_is_never_shared_and_sharing_it_would_be_wrong():
     reread = parse_text(print_program(program.__class__(program.path, "musimd", [wrong])),
                         "wrong.musimd")
     assert compare_kernels(kernel, reread.kernels[0], "musimd", 0,
-                           wrong.attrs["scratch"]).status == "differs"
+                           scratch=wrong.attrs["scratch"]).status == "differs"
 
 
 def test_rules_of_fig_4_3_by_state():
@@ -187,4 +187,4 @@ def test_base_register_is_set_up_outside_a_loop_at_the_entry():
     assert kernel.blocks[1].label == "L"
     reread = parse_text(print_program(out), "k.musimd")
     assert compare_kernels(program.kernels[0], reread.kernels[0], "musimd", 0,
-                           kernel.attrs["scratch"]).status == "verified"
+                           scratch=kernel.attrs["scratch"]).status == "verified"

@@ -32,5 +32,5 @@ def test_every_allocator_keeps_random_programs_equivalent(seed, statements, regi
         again = parse_text(print_program(out), "rand.musimd")
         assert again.errors == []
         outcome = compare_kernels(program.kernels[0], again.kernels[0], "musimd",
-                                  seed % 1000, out.kernels[0].attrs["scratch"])
+                                  seed % 1000, scratch=out.kernels[0].attrs["scratch"])
         assert outcome.status != "differs", (allocator, registers, outcome.difference, text)

@@ -34,9 +34,9 @@ def test_scratch_words_are_ignored_only_where_the_original_never_wrote():
     (after,) = parse_text(spill, "k.musimd").kernels
     assert compare_kernels(before, after, "musimd").status == "differs"
     assert compare_kernels(before, after, "musimd", 0,
-                           {"shared": (1000, 1001)}).status == "verified"
+                           scratch={"shared": (1000, 1001)}).status == "verified"
     # the original's own word 5 of local memory is compared even inside a scratch area
     clobber = SOURCE.replace("      stop", "      local[5] = 7\n      stop")
     (after,) = parse_text(clobber, "k.musimd").kernels
     assert compare_kernels(before, after, "musimd", 0,
-                           {"local": (0, 10)}).status == "differs"
+                           scratch={"local": (0, 10)}).status == "differs"
