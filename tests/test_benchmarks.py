@@ -28,6 +28,7 @@ TINY = {
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
     "bench_regalloc.py": ["samples/musimd/avgSquare.musimd", "--registers", "3"],
+    "bench_kfcm.py": ["samples/host/fig5_14.host"],
 }
 
 

@@ -119,8 +119,12 @@ def test_unreadable_file_and_missing_pass_are_errors(capsys, tmp_path):
     assert code == 2 and "--pass is required" in err
 
 
-SAMPLES = sorted([*ROOT.glob("musimd/*.musimd"), *ROOT.glob("cuda/*.ptx"),
-                  *ROOT.glob("ptx/*.ptx"), *ROOT.glob("ptx_legacy/*.ptx")])
+# The samples written to hang under ipdom are left out: every launch of theirs runs until
+# the interpreter sees its state repeat, in both programs, so nothing is compared
+# (test_ssde.py verifies them against MIMD instead).
+SAMPLES = sorted(p for p in [*ROOT.glob("musimd/*.musimd"), *ROOT.glob("cuda/*.ptx"),
+                             *ROOT.glob("ptx/*.ptx"), *ROOT.glob("ptx_legacy/*.ptx")]
+                 if not p.name.startswith(("deadlock_", "spin_")))
 
 
 @pytest.mark.slow
