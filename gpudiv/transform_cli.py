@@ -1,5 +1,5 @@
 """`gpudiv transform FILE|DIR… --pass P[,P…] [--kernel K] [-o OUT] [--verify]
-[--format text|json]` and `gpudiv transform --list`.
+[--format text|json] [--allocator A --registers N]` and `gpudiv transform --list`.
 
 Without `-o` and `--verify` the transformed program is written to standard output;
 with `-o` it goes to OUT (a file for one input file, a folder mirroring the inputs for a
@@ -23,9 +23,11 @@ from gpudiv.fuse_cli import is_host_file, transform_host_files
 from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError
 from gpudiv.transforms import available
+from gpudiv.transforms.spill_rules import ALLOCATORS
 from gpudiv.verify.transform_check import FileTransform, TransformError, transform
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
+ALLOCATOR_NAMES = tuple(ALLOCATORS)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", dest="format", action="store_const", const="json",
                         help="same as --format json")
     parser.add_argument("--seed", type=int, default=0, help="for the synthesized launches")
+    parser.add_argument("--allocator", choices=ALLOCATOR_NAMES, default="linear",
+                        help="regalloc: where spilled values go (linear: local memory; "
+                             "divergence, remat, affine: Sampaio 2013 Fig 4.3)")
+    parser.add_argument("--registers", type=int, default=8, metavar="N",
+                        help="regalloc: registers per thread for the kernel's values")
     parser.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                         help="reconvergence policy of the --verify runs: auto (default), "
                              "ipdom, sync (μ-SIMD `sync` and the reconvergence points "
@@ -79,6 +86,24 @@ def _destination(output: str, path: str, inputs: list[str]) -> Path:
     return out / Path(path).name
 
 
+def _regalloc_line(s: dict, dynamic: dict) -> str:
+    """One line of register-allocation results: spills by rule, slots, counts."""
+    line = (f"{s['allocator']}, {s['register_budget']} registers: {s['spilled']} spilled "
+            f"(local {s['spills_local']}, (i) constant {s['spills_constant']}, "
+            f"(ii) shared {s['spills_shared']}, (iii) remat {s['spills_remat']}, "
+            f"(iv) shared+mad {s['spills_shared_affine']}); "
+            f"{s['local_slots_per_thread']} local slots per thread, "
+            f"{s['shared_slots_per_warp']} shared slots per warp")
+    spills = dynamic.get("spills")
+    if spills:
+        before, after = spills["before"], spills["after"]
+        line += (f"; run: local {after['local_loads']} loads {after['local_stores']} "
+                 f"stores, shared {after['shared_loads']} loads {after['shared_stores']} "
+                 f"stores, {before['instructions']} -> {after['instructions']} warp "
+                 f"instructions, modelled cost {before['cost']} -> {after['cost']}")
+    return line
+
+
 def _report_text(result: FileTransform) -> None:
     for k in result.kernels:
         s = k.static
@@ -93,6 +118,8 @@ def _report_text(result: FileTransform) -> None:
         else:
             line = f"unverified ({shape})"
         print(f"{result.path}: kernel {k.name}: {line}")
+        if "allocator" in s:
+            print(f"{result.path}: kernel {k.name}: {_regalloc_line(s, k.dynamic)}")
         if k.ssde_summary:
             print(f"{result.path}: kernel {k.name}: ssde: {k.ssde_summary}")
         for problem in k.problems:
@@ -116,9 +143,10 @@ def cmd_transform(args: argparse.Namespace) -> int:
     failed = False
     for path in inputs:
         try:
+            options = {"regalloc": {"allocator": args.allocator, "registers": args.registers}}
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
                                reconvergence=args.reconvergence,
-                               seed=args.seed)
+                               seed=args.seed, options=options)
         except (TransformError, LoadError) as error:
             print(str(error), file=sys.stderr)
             failed = True

@@ -32,6 +32,7 @@ TINY = {
     "bench_scaling.py": ["--shapes", "calls", "--sizes", "60"],
     "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1",
                           "samples/cuda/vector_ops.O3.ptx"],
+    "bench_regalloc.py": ["samples/musimd/avgSquare.musimd", "--registers", "3"],
     "bench_kfcm.py": ["samples/host/fig5_14.host"],
 }
 

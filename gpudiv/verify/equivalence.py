@@ -94,6 +94,27 @@ def _memories(language: str, result) -> dict[str, object]:
     return memories
 
 
+Scratch = dict[str, tuple[int, int]]
+
+
+def _without_scratch(before: dict[str, object], after: dict[str, object],
+                     scratch: Scratch) -> dict[str, object]:
+    """`after` without the words of its scratch areas (a pass's own spill space: memory
+    space → [low, high)) that the original left untouched; a word the original wrote
+    there is still compared, so a collision shows as a difference."""
+    kept: dict[str, object] = {}
+    for name, memory in after.items():
+        space = name.split("[", 1)[0]
+        if space not in scratch or not isinstance(memory, dict):
+            kept[name] = memory
+            continue
+        low, high = scratch[space]
+        original = before.get(name) or {}
+        kept[name] = {k: v for k, v in memory.items()
+                      if not (low <= k < high) or k in original}  # type: ignore[operator]
+    return kept
+
+
 def _first_difference(before: dict[str, object], after: dict[str, object],
                       launch: str) -> Difference | None:
     for name in sorted(set(before) | set(after)):
@@ -136,10 +157,12 @@ def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
 def compare_kernels(before: ir.Kernel, after: ir.Kernel, language: str,
                     seed: int = 0, reconvergence: str = "auto",
                     policies: tuple[str | None, str | None] = (None, None),
-                    launches: list | None = None) -> Equivalence:
+                    launches: list | None = None,
+                    scratch: Scratch | None = None) -> Equivalence:
     """Run both kernels on the same launches (`launches`, else those of `gpudiv check`),
     under the reconvergence policy (`gpudiv.interp.simt`) or, where `policies` names one,
-    under each kernel's own, and compare their memory."""
+    under each kernel's own, and compare their memory (`scratch`: the spill areas of the
+    result, see `_without_scratch`)."""
     report = Equivalence(before.name)
     failures: list[str] = []
     for launch in launches_for(language, before, seed) if launches is None else launches:
@@ -168,8 +191,11 @@ def compare_kernels(before: ir.Kernel, after: ir.Kernel, language: str,
                                ("lane", counters.lane_instructions),
                                ("slots", counters.warp_instructions * counters.warp_width)):
                 report.counts[f"{key}_{side}"] = report.counts.get(f"{key}_{side}", 0) + value
-        difference = _first_difference(_memories(language, old), _memories(language, new),
-                                       shown)
+        memories = _memories(language, old)
+        changed = _memories(language, new)
+        if scratch:
+            changed = _without_scratch(memories, changed, scratch)
+        difference = _first_difference(memories, changed, shown)
         if difference is not None:
             report.status, report.difference = DIFFERS, difference
             return report

@@ -20,7 +20,14 @@ from gpudiv.load import load, parse_text
 from gpudiv.oracle import check_kernel, ptx_launches, random_launches
 from gpudiv.printers import PrintError, print_program
 from gpudiv.transforms import Pass, PassError, Pipeline
-from gpudiv.verify.equivalence import DIFFERS, NOT_EXECUTED, VERIFIED, compare_kernels
+from gpudiv.verify.equivalence import (
+    DIFFERS,
+    NOT_EXECUTED,
+    VERIFIED,
+    compare_kernels,
+    launches_for,
+)
+from gpudiv.verify.spill_cost import profile
 from gpudiv.verify.ssde_check import check_ssde
 
 UNVERIFIED = "unverified"
@@ -42,7 +49,7 @@ class KernelTransform:
     difference_detail: dict | None = None
     reason: str = ""
     static: dict[str, int] = field(default_factory=dict)
-    dynamic: dict[str, float | int] = field(default_factory=dict)
+    dynamic: dict[str, object] = field(default_factory=dict)
     oracle_violations: list[str] = field(default_factory=list)
     # the ssde pass: what `check_ssde` established, and what it found wrong
     ssde: dict[str, int] | None = None
@@ -122,10 +129,11 @@ def _rewrites_deadlocks(pipeline: Pipeline) -> bool:
 
 def transform(source: str | Path | ir.Program, passes: str | list[Pass],
               kernel: str | None = None, verify: bool = False, seed: int = 0,
-              analysis: str = DEFAULT_ANALYSIS, reconvergence: str = "auto") -> FileTransform:
-    """Run the passes (`"p1,p2"` or Pass objects) over a file's kernels (only `kernel`
-    when given) and print the result; with `verify`, compare runs under the
-    `reconvergence` policy and re-check claims."""
+              analysis: str = DEFAULT_ANALYSIS, reconvergence: str = "auto",
+              options: dict[str, dict[str, object]] | None = None) -> FileTransform:
+    """Run the passes (`"p1,p2"` or Pass objects; `options`: pass name → options) over
+    a file's kernels (only `kernel` when given) and print the result; with `verify`,
+    compare runs under the `reconvergence` policy and re-check claims."""
     program = source if isinstance(source, ir.Program) else load(source)
     where = f"{program.path}:1:1: error:"
     if program.errors:
@@ -133,7 +141,8 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
     if kernel is not None and kernel not in [k.name for k in program.kernels]:
         raise TransformError(f"{where} no kernel '{kernel}'")
     try:
-        pipeline = (Pipeline.parse(passes, _well_formed_hook) if isinstance(passes, str)
+        pipeline = (Pipeline.parse(passes, _well_formed_hook, options)
+                    if isinstance(passes, str)
                     else Pipeline(list(passes), _well_formed_hook))
         pipeline.kernels = {kernel} if kernel else None
         result = pipeline.run(program)
@@ -163,7 +172,7 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
                                        "deadlock in the result")
         else:
             equal = compare_kernels(old, printed, program.language, seed + index,
-                                    reconvergence)
+                                    reconvergence, scratch=new.attrs.get("scratch"))
         report.status, report.runs, report.reason = equal.status, equal.runs, equal.reason
         report.dynamic = equal.dynamic()
         if equal.difference is not None:
@@ -171,6 +180,10 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
             report.difference_detail = equal.difference.to_json()
         if equal.status == VERIFIED:
             report.oracle_violations = _oracle(reread, printed, seed + index, analysis)
+        if "scratch" in new.attrs and program.language == "musimd":
+            launches = launches_for(program.language, old, seed + index)
+            report.dynamic["spills"] = {"before": profile(old, launches).to_json(),
+                                        "after": profile(printed, launches).to_json()}
     return outcome
 
 
