@@ -16,7 +16,10 @@ from gpudiv.transforms.critical_edges import critical_edges
 from gpudiv.verify.equivalence import compare_kernels
 
 ROOT = Path(__file__).resolve().parents[2] / "samples"
-MUSIMD = sorted(ROOT.glob("musimd/*.musimd"))
+# The samples written to hang under ipdom are left out: each launch of theirs runs until
+# the interpreter sees its state repeat (minutes in all) and compares nothing.
+MUSIMD = sorted(p for p in ROOT.glob("musimd/*.musimd")
+                if not p.name.startswith(("deadlock_", "spin_")))
 PTX = [ROOT / "cuda/scan.O3.ptx", ROOT / "cuda/sorting.O3.ptx", ROOT / "cuda/locks_spin.G.ptx"]
 SHIPPED = ["identity", "canonicalize", "dedicated-exits", "split-critical-edges"]
 
