@@ -10,6 +10,7 @@ from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
     dedicated_exits,
     identity,
     lcm,
+    srqp,
     sscm,
     structurize,
 )

@@ -1,0 +1,260 @@
+"""`srqp`, `esrqp`, `ssrqp-s` and `ssrqp`: scalar replacement of loads by question
+propagation (Fukuhara 2023 §4.3), the questions answered as dataflow by rules/srqp.lp,
+rules/cdrnd.lp and rules/ssrqp.lp; loads.py is the program model.
+
+- `srqp`: a load whose value is available on every path (possibly after inserting
+  copies of it into the predecessors that lack it, where it is down-safe and some other
+  predecessor has a real occurrence) reads a temporary instead of memory; values carry
+  across `i = i + c` (inter-iteration redundancy, a rotating temporary).
+- `esrqp`: the same, inserting only into statements of the control dependence region of
+  non-divergence (CDRND): never into the sides of a divergent branch.
+- `ssrqp`: ESRQP, then every load ESRQP leaves is hoisted above the divergent branches
+  it is control dependent on (the speculation query), then ESRQP again.
+- `ssrqp-s`: the baseline that hoists above every branch, divergent or not.
+
+Each pass splits critical edges first and leaves a kernel where nothing changes as it
+is. Divergent branches come from the analysis named by the `divergence` option (simple,
+affine or affine2; default affine2). Each rewrite gets fresh temporaries `sr_t…`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import networkx as nx
+
+from gpudiv import ir
+from gpudiv.cfg import EXIT, successor_labels
+from gpudiv.dominators import immediate_dominators
+from gpudiv.solve import RuleError, shipped_rule, solve
+from gpudiv.transforms.base import Pass, PassError, register
+from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.lcm import prepare
+from gpudiv.transforms.loads import LoadModel, build_load_model, load_facts
+from gpudiv.transforms.sscm import branch_blocks, divergent_blocks
+
+Relations = dict[str, set[tuple]]
+ENTRY, VIRTUAL_EXIT = "entry", "exit"
+
+
+def language_of(kernel: ir.Kernel) -> str:
+    """`ptx` for a kernel read from PTX, else `musimd`."""
+    return "ptx" if any("opcode" in i.attrs for i in kernel.instructions()) else "musimd"
+
+
+def block_facts(kernel: ir.Kernel, model: LoadModel, divergent: set[str]) -> str:
+    """Facts of rules/cdrnd.lp: the augmented CFG, post-dominance, divergent blocks."""
+    number = {b.label: i for i, b in enumerate(kernel.blocks)}
+    graph = nx.DiGraph()
+    graph.add_nodes_from([ENTRY, VIRTUAL_EXIT, *number.values()])
+    graph.add_edge(ENTRY, VIRTUAL_EXIT)
+    if kernel.blocks:
+        graph.add_edge(ENTRY, 0)
+    for i in range(len(kernel.blocks)):
+        targets = successor_labels(kernel, i)
+        for t in targets:
+            graph.add_edge(i, VIRTUAL_EXIT if t == EXIT else number[t])
+        if not targets:
+            graph.add_edge(i, VIRTUAL_EXIT)
+    ipdom = immediate_dominators(graph.reverse(copy=False), VIRTUAL_EXIT)
+    lines = [f"bnode({n})." for n in [ENTRY, *number.values()]]
+    lines += [f"bsucc({a},{b})." for a, b in graph.edges]
+    for node in [ENTRY, *number.values()]:
+        if node != VIRTUAL_EXIT and (node in ipdom):
+            walk = node
+            while walk != VIRTUAL_EXIT:
+                lines.append(f"pdom({node},{walk}).")
+                walk = ipdom[walk]
+            lines.append(f"pdom({node},{VIRTUAL_EXIT}).")
+    lines += [f"bdiv({number[b]})." for b in divergent if b in number]
+    lines += [f"inblock({n},{number[label]})." for n, (label, _) in enumerate(model.nodes)]
+    return "\n".join(lines) + "\n"
+
+
+def solve_loads(kernel: ir.Kernel, model: LoadModel, divergent: set[str],
+                hoist_at: set[str] | None, gate: bool) -> Relations:
+    """The shown relations of the scalar-replacement rules on the model. `hoist_at`:
+    blocks whose branch the speculation query may hoist above (None: no speculation)."""
+    if not model.forms:
+        return {}
+    rules = ["cdrnd.lp", "srqp.lp"] + (["ssrqp.lp"] if hoist_at is not None else [])
+    facts = load_facts(model, set(), set(hoist_at or ()), "gate.\n" if gate else "")
+    facts += block_facts(kernel, model, divergent)
+    try:
+        result = solve([shipped_rule(r) for r in rules], facts)
+    except RuleError as error:
+        raise PassError(f"scalar replacement rules failed: {error}") from error
+    return {name: set(tuples) for name, tuples in result.atoms.items()}
+
+
+def load_of(model: LoadModel, f: int, dest: str, rewriter: Rewriter) -> list[ir.Instruction]:
+    """Instructions loading form `f` into `dest` (μ-SIMD: the address first, if offset)."""
+    sample = model.sample[f]
+    space, base, offset, opcode = model.forms[f]
+    if model.language == "ptx":
+        attrs = {k: v for k, v in sample.attrs.items() if k in ("opcode", "origin")}
+        attrs["disp"] = offset
+        text = f"{opcode} {dest}, [{base}+{offset}];"
+        return [ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Var(base),), sample.operator,
+                               space, text=text, attrs=attrs)]
+    if base is None:
+        return [ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Const(offset),), None, space,
+                               text=f"{dest} = {space}[{offset}]")]
+    if offset == 0:
+        return [ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Var(base),), None, space,
+                               text=f"{dest} = {space}[{base}]")]
+    address = rewriter.fresh_register("sr_a", "s32")
+    return [ir.Instruction(ir.ASSIGN, sample.loc, address, (ir.Var(base), ir.Const(offset)),
+                           "+", text=f"{address} = {base} + {offset}"),
+            ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Var(address),), None, space,
+                           text=f"{dest} = {space}[{address}]")]
+
+
+def copy_of(loc: ir.Loc, dest: str, source: str) -> ir.Instruction:
+    """`dest = source`."""
+    return ir.Instruction(ir.ASSIGN, loc, dest, (ir.Var(source),), "copy",
+                          text=f"{dest} = {source}")
+
+
+def as_copy(instr: ir.Instruction, temp: str) -> None:
+    """Make the load `d = M[a]` read the temporary: `d = t`."""
+    instr.kind, instr.operator, instr.args, instr.space = ir.ASSIGN, "copy", (ir.Var(temp),), None
+    instr.group = None
+    for key in ("opcode", "disp", "symbol", "offset"):
+        instr.attrs.pop(key, None)
+    instr.text = f"{instr.dest} = {temp}"
+
+
+def place_after(rewriter: Rewriter, model: LoadModel, node: int,
+                instrs: list[ir.Instruction]) -> None:
+    """Put `instrs` at the end of statement `node` (before it, when it is a terminator or
+    an empty block's place)."""
+    label, anchor = model.nodes[node]
+    if anchor is None or anchor.kind in ir.TERMINATORS:
+        for instr in instrs:
+            if anchor is None:
+                rewriter.insert_at_end(label, instr)
+            else:
+                rewriter.insert_before(anchor, instr)
+        return
+    for instr in reversed(instrs):
+        rewriter.insert_after(anchor, instr)
+
+
+def apply_replacement(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
+    """Insert, save, convert and replace as the srqp.lp relations say; whether anything
+    changed."""
+    rewriter = Rewriter(kernel)
+    touched = sorted({t[1] for name in ("insert", "replace", "save", "convert")
+                      for t in found.get(name, ())} | {t[2] for t in found.get("convert", ())})
+    if not found.get("replace"):
+        return False
+    temps = {f: rewriter.fresh_register(f"sr_t{f}", _type(kernel, model, f)) for f in touched}
+    for n, f in sorted(found.get("insert", ())):
+        place_after(rewriter, model, n, load_of(model, f, temps[f], rewriter))
+    for n, after, before in sorted(found.get("convert", ())):
+        place_after(rewriter, model, n, [copy_of(model.nodes[n][1].loc, temps[after],
+                                                 temps[before])])
+    for n, f in sorted(found.get("save", ())):
+        instr = model.nodes[n][1]
+        place_after(rewriter, model, n, [copy_of(instr.loc, temps[f], instr.dest)])
+    for n, f in sorted(found.get("replace", ())):
+        as_copy(model.nodes[n][1], temps[f])
+    return True
+
+
+def _type(kernel: ir.Kernel, model: LoadModel, f: int) -> str:
+    """The register type of a form's temporary (that of a load's destination)."""
+    return kernel.registers.get(model.sample[f].dest or "", "s32")
+
+
+def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
+    """Copy each hoisted load before the branches `hnode` names and make the origin read
+    the copy; whether anything changed."""
+    origins = {o for (o,) in found.get("hoist", ())}
+    if not origins:
+        return False
+    rewriter = Rewriter(kernel)
+    forms = sorted({model.occurrences[o] for o in origins})
+    temps = {f: rewriter.fresh_register(f"sr_h{f}", _type(kernel, model, f)) for f in forms}
+    places = sorted({(n, model.occurrences[o]) for o, n in found.get("hnode", ())
+                     if o in origins})
+    for n, f in places:
+        place_after(rewriter, model, n, load_of(model, f, temps[f], rewriter))
+    for o in sorted(origins):
+        as_copy(model.nodes[o][1], temps[model.occurrences[o]])
+    return True
+
+
+def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
+                  hoist_at: set[str] | None) -> ir.Kernel:
+    """The scalar-replacement pipeline on a copy of `kernel` (the kernel itself when
+    nothing changes): speculation first when `hoist_at` is given, then (E)SRQP."""
+    work = clone_kernel(kernel)
+    if not prepare(work):
+        return kernel
+    language = language_of(work)
+    changed = False
+    if hoist_at is not None:
+        model = build_load_model(work, language)
+        changed |= apply_hoists(work, model, solve_loads(work, model, divergent,
+                                                         hoist_at, True))
+    model = build_load_model(work, language)
+    changed |= apply_replacement(work, model, solve_loads(work, model, divergent, None, gate))
+    return work if changed else kernel
+
+
+class _ScalarReplacement(Pass):
+    """Shared option handling of the scalar-replacement passes."""
+
+    gate: ClassVar[bool] = False
+    speculate: ClassVar[str | None] = None  # None, "divergent" or "every"
+
+    def run(self, kernel: ir.Kernel) -> ir.Kernel:
+        """The kernel with its redundant loads replaced (see the module docstring)."""
+        analysis = str(self.options.get("divergence", "affine2"))
+        needs_divergence = self.gate or self.speculate is not None
+        divergent = divergent_blocks(kernel, analysis) if needs_divergence else set()
+        hoist_at = None
+        if self.speculate == "divergent":
+            hoist_at = divergent
+        elif self.speculate == "every":
+            hoist_at = branch_blocks(kernel)
+        return replace_loads(kernel, divergent, self.gate, hoist_at)
+
+
+@register
+class ScalarReplacement(_ScalarReplacement):
+    """SRQP: scalar replacement by question propagation, divergence ignored."""
+
+    name = "srqp"
+    description = "scalar replacement of redundant loads (rules/srqp.lp)"
+
+
+@register
+class ExtendedScalarReplacement(_ScalarReplacement):
+    """ESRQP: SRQP inserting only into the CDRND."""
+
+    name = "esrqp"
+    description = "srqp inserting loads only outside divergent regions (CDRND, rules/cdrnd.lp)"
+    gate = True
+
+
+@register
+class SpeculativeScalarReplacementEverywhere(_ScalarReplacement):
+    """SSRQP_S: ESRQP plus hoisting above every branch (the seed's baseline)."""
+
+    name = "ssrqp-s"
+    description = "esrqp plus hoisting loads above every branch (baseline, rules/ssrqp.lp)"
+    gate = True
+    speculate = "every"
+
+
+@register
+class SpeculativeScalarReplacement(_ScalarReplacement):
+    """SSRQP: ESRQP plus hoisting loads above divergent branches only."""
+
+    name = "ssrqp"
+    description = "esrqp plus hoisting loads above divergent branches only (rules/ssrqp.lp)"
+    gate = True
+    speculate = "divergent"
