@@ -1,5 +1,5 @@
 """`gpudiv transform FILE|DIR… --pass P[,P…] [--kernel K] [-o OUT] [--verify]
-[--format text|json]` and `gpudiv transform --list`.
+[--divergence simple|affine|affine2] [--format text|json]` and `gpudiv transform --list`.
 
 Without `-o` and `--verify` the transformed program is written to standard output;
 with `-o` it goes to OUT (a file for one input file, a folder mirroring the inputs for a
@@ -22,6 +22,7 @@ from gpudiv.transforms import available
 from gpudiv.verify.transform_check import FileTransform, TransformError, transform
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
+DIVERGENCE_ANALYSES = ("simple", "affine", "affine2")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", dest="format", action="store_const", const="json",
                         help="same as --format json")
     parser.add_argument("--seed", type=int, default=0, help="for the synthesized launches")
+    parser.add_argument("--divergence", choices=DIVERGENCE_ANALYSES, default=None,
+                        help="divergence analysis whose divergent branches the code-motion "
+                             "passes (sscm, esrqp, ssrqp, ssrqp-s) use (default affine2)")
     parser.set_defaults(handler=cmd_transform)
 
 
@@ -101,8 +105,9 @@ def cmd_transform(args: argparse.Namespace) -> int:
     failed = False
     for path in inputs:
         try:
+            options = {"divergence": args.divergence} if args.divergence else None
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
-                               seed=args.seed)
+                               seed=args.seed, options=options)
         except (TransformError, LoadError) as error:
             print(str(error), file=sys.stderr)
             failed = True

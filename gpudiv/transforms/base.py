@@ -89,12 +89,13 @@ class Pipeline:
     kernels: set[str] | None = field(default=None)
 
     @classmethod
-    def parse(cls, spec: str, hook: Hook | None = None) -> Pipeline:
-        """A pipeline from `name,name,…`."""
+    def parse(cls, spec: str, hook: Hook | None = None,
+              options: dict[str, object] | None = None) -> Pipeline:
+        """A pipeline from `name,name,…`, each pass configured with `options`."""
         names = [n.strip() for n in spec.split(",") if n.strip()]
         if not names:
             raise PassError("no pass given")
-        return cls([get_pass(n) for n in names], hook)
+        return cls([get_pass(n, **(options or {})) for n in names], hook)
 
     def run(self, program: ir.Program) -> ir.Program:
         """The transformed copy of `program` (the original is left as it is)."""

@@ -42,33 +42,44 @@ def language_of(kernel: ir.Kernel) -> str:
     return "ptx" if any("opcode" in i.attrs for i in kernel.instructions()) else "musimd"
 
 
-def block_facts(kernel: ir.Kernel, model: LoadModel, divergent: set[str]) -> str:
-    """Facts of rules/cdrnd.lp: the augmented CFG, post-dominance, divergent blocks."""
-    number = {b.label: i for i, b in enumerate(kernel.blocks)}
+def control_facts(count: int, edges: list[tuple[int, int]], ends: set[int],
+                  divergent: set[int]) -> str:
+    """Facts of rules/cdrnd.lp for blocks 0..count-1 (0 is the start): the augmented
+    CFG (`entry` -> 0, `entry` -> `exit`, ends -> `exit`), post-dominance, divergence."""
     graph = nx.DiGraph()
-    graph.add_nodes_from([ENTRY, VIRTUAL_EXIT, *number.values()])
+    graph.add_nodes_from([ENTRY, VIRTUAL_EXIT, *range(count)])
     graph.add_edge(ENTRY, VIRTUAL_EXIT)
-    if kernel.blocks:
+    if count:
         graph.add_edge(ENTRY, 0)
+    graph.add_edges_from(edges)
+    graph.add_edges_from((n, VIRTUAL_EXIT) for n in ends)
+    ipdom = immediate_dominators(graph.reverse(copy=False), VIRTUAL_EXIT)
+    lines = [f"bnode({n})." for n in [ENTRY, *range(count)]]
+    lines += [f"bsucc({a},{b})." for a, b in graph.edges]
+    for node in [ENTRY, *range(count)]:
+        walk = node
+        while walk in ipdom:
+            lines.append(f"pdom({node},{walk}).")
+            walk = ipdom[walk]
+        if walk == VIRTUAL_EXIT:
+            lines.append(f"pdom({node},{VIRTUAL_EXIT}).")
+    lines += [f"bdiv({n})." for n in sorted(divergent)]
+    return "\n".join(lines) + "\n"
+
+
+def block_facts(kernel: ir.Kernel, model: LoadModel, divergent: set[str]) -> str:
+    """Facts of rules/cdrnd.lp for a kernel's blocks and the statement nodes in them."""
+    number = {b.label: i for i, b in enumerate(kernel.blocks)}
+    edges, ends = [], set()
     for i in range(len(kernel.blocks)):
         targets = successor_labels(kernel, i)
-        for t in targets:
-            graph.add_edge(i, VIRTUAL_EXIT if t == EXIT else number[t])
-        if not targets:
-            graph.add_edge(i, VIRTUAL_EXIT)
-    ipdom = immediate_dominators(graph.reverse(copy=False), VIRTUAL_EXIT)
-    lines = [f"bnode({n})." for n in [ENTRY, *number.values()]]
-    lines += [f"bsucc({a},{b})." for a, b in graph.edges]
-    for node in [ENTRY, *number.values()]:
-        if node != VIRTUAL_EXIT and (node in ipdom):
-            walk = node
-            while walk != VIRTUAL_EXIT:
-                lines.append(f"pdom({node},{walk}).")
-                walk = ipdom[walk]
-            lines.append(f"pdom({node},{VIRTUAL_EXIT}).")
-    lines += [f"bdiv({number[b]})." for b in divergent if b in number]
-    lines += [f"inblock({n},{number[label]})." for n, (label, _) in enumerate(model.nodes)]
-    return "\n".join(lines) + "\n"
+        edges += [(i, number[t]) for t in targets if t != EXIT]
+        if EXIT in targets or not targets:
+            ends.add(i)
+    text = control_facts(len(kernel.blocks), edges, ends,
+                         {number[b] for b in divergent if b in number})
+    return text + "\n".join(f"inblock({n},{number[label]})."
+                             for n, (label, _) in enumerate(model.nodes)) + "\n"
 
 
 def solve_loads(kernel: ir.Kernel, model: LoadModel, divergent: set[str],

@@ -104,9 +104,12 @@ def _oracle(program: ir.Program, kernel: ir.Kernel, seed: int,
 
 def transform(source: str | Path | ir.Program, passes: str | list[Pass],
               kernel: str | None = None, verify: bool = False, seed: int = 0,
-              analysis: str = DEFAULT_ANALYSIS) -> FileTransform:
+              analysis: str = DEFAULT_ANALYSIS,
+              options: dict[str, object] | None = None) -> FileTransform:
     """Run the passes (`"p1,p2"` or Pass objects) over a file's kernels (only `kernel`
-    when given) and print the result; with `verify`, compare runs and re-check claims."""
+    when given) and print the result; with `verify`, compare runs and re-check claims.
+    `options` configure passes named in a string (e.g. `{"divergence": "simple"}` for
+    the code-motion passes)."""
     program = source if isinstance(source, ir.Program) else load(source)
     where = f"{program.path}:1:1: error:"
     if program.errors:
@@ -114,7 +117,7 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
     if kernel is not None and kernel not in [k.name for k in program.kernels]:
         raise TransformError(f"{where} no kernel '{kernel}'")
     try:
-        pipeline = (Pipeline.parse(passes, _well_formed_hook) if isinstance(passes, str)
+        pipeline = (Pipeline.parse(passes, _well_formed_hook, options) if isinstance(passes, str)
                     else Pipeline(list(passes), _well_formed_hook))
         pipeline.kernels = {kernel} if kernel else None
         result = pipeline.run(program)
