@@ -33,7 +33,7 @@ from gpudiv import ir
 from gpudiv.cfg import EXIT, successor_labels
 from gpudiv.transforms import traits
 
-Form = tuple  # (space, base register or None, offset, opcode)
+Form = tuple  # (space, base operand (ir.Var or ir.Special) or None, offset, opcode)
 PTX_SPACES = ("global", "shared", "local", "const")
 _UNSAFE_QUALIFIERS = ("volatile", "relaxed", "acquire", "mmio", "weak")
 
@@ -87,18 +87,25 @@ def is_candidate(instr: ir.Instruction, kernel: ir.Kernel, language: str) -> boo
     return instr.space in ("shared", "local")
 
 
-def _folding(instr: ir.Instruction) -> tuple[str, int] | None:
+def _folding(instr: ir.Instruction) -> tuple[ir.Operand, int] | None:
     """`x = b + c`, `x = c + b` or `x = b - c` (μ-SIMD): (b, ±c)."""
     if instr.kind != ir.ASSIGN or instr.guard is not None or len(instr.args) != 2:
         return None
     a, b = instr.args
-    if instr.operator == "+" and isinstance(a, ir.Var) and isinstance(b, ir.Const):
-        return a.name, int(b.value)
-    if instr.operator == "+" and isinstance(b, ir.Var) and isinstance(a, ir.Const):
-        return b.name, int(a.value)
-    if instr.operator == "-" and isinstance(a, ir.Var) and isinstance(b, ir.Const):
-        return a.name, -int(b.value)
+    base = (ir.Var, ir.Special)
+    if instr.operator == "+" and isinstance(a, base) and isinstance(b, ir.Const):
+        return a, int(b.value)
+    if instr.operator == "+" and isinstance(b, base) and isinstance(a, ir.Const):
+        return b, int(a.value)
+    if instr.operator == "-" and isinstance(a, base) and isinstance(b, ir.Const):
+        return a, -int(b.value)
     return None
+
+
+def base_name(form: Form) -> str | None:
+    """The name of the register a form's address is based on (None: a constant)."""
+    base = form[1]
+    return base.name if isinstance(base, ir.Var) else None
 
 
 def _increment(instr: ir.Instruction, language: str) -> int | None:
@@ -126,18 +133,17 @@ def _increment(instr: ir.Instruction, language: str) -> int | None:
     return None
 
 
-def form_of(instr: ir.Instruction, folded: dict[str, tuple[str, int]]) -> Form:
+def form_of(instr: ir.Instruction, folded: dict[str, tuple[ir.Operand, int]]) -> Form:
     """The form of a candidate load (`folded`: μ-SIMD address registers of the block)."""
     (address,) = instr.args
     opcode = str(instr.attrs.get("opcode", "load"))
     if isinstance(address, ir.Const):
         return (instr.space, None, int(address.value), opcode)
-    assert isinstance(address, ir.Var)
     disp = int(instr.attrs.get("disp", 0))
-    if address.name in folded:
+    if isinstance(address, ir.Var) and address.name in folded:
         base, offset = folded[address.name]
         return (instr.space, base, offset + disp, opcode)
-    return (instr.space, address.name, disp, opcode)
+    return (instr.space, address, disp, opcode)
 
 
 def _kills_memory(instr: ir.Instruction, space: str) -> bool:
@@ -179,7 +185,7 @@ def build_load_model(kernel: ir.Kernel, language: str) -> LoadModel:
     nodes, succ, ends = _nodes(kernel)
     model = LoadModel(nodes, succ, ends, [], language=language)
     index: dict[Form, int] = {}
-    folded: dict[str, tuple[str, int]] = {}
+    folded: dict[str, tuple[ir.Operand, int]] = {}
     label = None
     for n, (block, instr) in enumerate(nodes):
         if block != label:
@@ -195,8 +201,8 @@ def build_load_model(kernel: ir.Kernel, language: str) -> LoadModel:
             model.occurrences[n] = index[form]
         if instr.dest is not None:
             folded = {x: (b, c) for x, (b, c) in folded.items()
-                      if instr.dest not in (x, b)}
-            if language == "musimd" and (f := _folding(instr)) and f[0] != instr.dest:
+                      if instr.dest != x and ir.Var(instr.dest) != b}
+            if language == "musimd" and (f := _folding(instr)) and f[0] != ir.Var(instr.dest):
                 folded[instr.dest] = f
     if language == "musimd":
         model.speculable = set(range(len(model.forms)))
@@ -215,7 +221,7 @@ def _modifications(model: LoadModel, n: int, instr: ir.Instruction,
         if _kills_memory(instr, space):
             model.mods.add((n, f))
             continue
-        if base is None or instr.dest != base:
+        if base_name(form) is None or instr.dest != base_name(form):
             continue
         model.mods.add((n, f))
         if step is not None:

@@ -106,16 +106,16 @@ def load_of(model: LoadModel, f: int, dest: str, rewriter: Rewriter) -> list[ir.
         attrs = {k: v for k, v in sample.attrs.items() if k in ("opcode", "origin")}
         attrs["disp"] = offset
         text = f"{opcode} {dest}, [{base}+{offset}];"
-        return [ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Var(base),), sample.operator,
+        return [ir.Instruction(ir.LOAD, sample.loc, dest, (base,), sample.operator,
                                space, text=text, attrs=attrs)]
     if base is None:
         return [ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Const(offset),), None, space,
                                text=f"{dest} = {space}[{offset}]")]
     if offset == 0:
-        return [ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Var(base),), None, space,
+        return [ir.Instruction(ir.LOAD, sample.loc, dest, (base,), None, space,
                                text=f"{dest} = {space}[{base}]")]
     address = rewriter.fresh_register("sr_a", "s32")
-    return [ir.Instruction(ir.ASSIGN, sample.loc, address, (ir.Var(base), ir.Const(offset)),
+    return [ir.Instruction(ir.ASSIGN, sample.loc, address, (base, ir.Const(offset)),
                            "+", text=f"{address} = {base} + {offset}"),
             ir.Instruction(ir.LOAD, sample.loc, dest, (ir.Var(address),), None, space,
                            text=f"{dest} = {space}[{address}]")]
