@@ -29,8 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import networkx as nx
+
 from gpudiv import ir
 from gpudiv.cfg import EXIT, successor_labels
+from gpudiv.dominators import immediate_dominators
 from gpudiv.transforms import traits
 
 Form = tuple  # (space, base operand (ir.Var or ir.Special) or None, offset, opcode)
@@ -50,6 +53,7 @@ class LoadModel:
     mods: set[tuple[int, int]] = field(default_factory=set)  # (node, form)
     convs: set[tuple[int, int, int]] = field(default_factory=set)  # (node, after, before)
     speculable: set[int] = field(default_factory=set)
+    region_kills: set[tuple[int, int]] = field(default_factory=set)  # (branch node, form)
     sample: dict[int, ir.Instruction] = field(default_factory=dict)
     language: str = "musimd"
 
@@ -243,6 +247,7 @@ def load_facts(model: LoadModel, cdrnd: set[str], divergent: set[str],
     lines += [f"mod({n},{f})." for n, f in sorted(model.mods)]
     lines += [f"conv({n},{a},{b})." for n, a, b in sorted(model.convs)]
     lines += [f"speculable({f})." for f in sorted(model.speculable)]
+    lines += [f"rkill({n},{f})." for n, f in sorted(model.region_kills)]
     for n, (label, instr) in enumerate(model.nodes):
         if label in cdrnd:
             lines.append(f"cdrnd({n}).")
@@ -251,3 +256,43 @@ def load_facts(model: LoadModel, cdrnd: set[str], divergent: set[str],
             if label in divergent:
                 lines.append(f"divbranch({n}).")
     return "\n".join(lines) + "\n" + extra
+
+
+def reconvergence_kills(kernel: ir.Kernel, model: LoadModel, divergent: set[str]) -> None:
+    """Kill, at the first statement of the reconvergence point (immediate
+    post-dominator) of each divergent branch, the forms of every space written inside
+    the branch's region: the lanes on the other side ran those writes while a lane
+    waited, between its earlier load and a later one (SIMT lock-step; a store by another
+    warp without a barrier in between is a data race, which the model assumes away).
+    The branch statement of such a region gets `region_kills` too: a load hoisted above
+    it would not see the other side's writes."""
+    number = {b.label: i for i, b in enumerate(kernel.blocks)}
+    graph = nx.DiGraph()
+    graph.add_nodes_from([*number.values(), -1])
+    for i in range(len(kernel.blocks)):
+        for t in successor_labels(kernel, i) or [EXIT]:
+            graph.add_edge(i, -1 if t == EXIT else number[t])
+    ipdom = immediate_dominators(graph.reverse(copy=False), -1)
+    first = {}
+    for n, (label, _) in enumerate(model.nodes):
+        first.setdefault(label, n)
+    for label in divergent:
+        d = number.get(label)
+        join = ipdom.get(d) if d is not None else None
+        if join is None or join == -1:
+            continue
+        region, stack = set(), [s for s in graph.successors(d) if s not in (join, -1)]
+        while stack:
+            b = stack.pop()
+            if b in region:
+                continue
+            region.add(b)
+            stack += [s for s in graph.successors(b) if s not in (join, -1, *region)]
+        written = [i for b in region for i in kernel.blocks[b].instructions]
+        node = first[kernel.blocks[join].label]
+        branch = max(n for n, (b, _) in enumerate(model.nodes) if b == label)
+        for f, form in enumerate(model.forms):
+            if any(_kills_memory(i, form[0]) for i in written):
+                model.mods.add((node, f))
+                model.region_kills.add((branch, f))
+                model.convs = {c for c in model.convs if c[0] != node}

@@ -30,7 +30,12 @@ from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.lcm import prepare
-from gpudiv.transforms.loads import LoadModel, build_load_model, load_facts
+from gpudiv.transforms.loads import (
+    LoadModel,
+    build_load_model,
+    load_facts,
+    reconvergence_kills,
+)
 from gpudiv.transforms.sscm import branch_blocks, divergent_blocks
 
 Relations = dict[str, set[tuple]]
@@ -208,9 +213,11 @@ def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
     changed = False
     if hoist_at is not None:
         model = build_load_model(work, language)
+        reconvergence_kills(work, model, divergent)
         changed |= apply_hoists(work, model, solve_loads(work, model, divergent,
                                                          hoist_at, True))
     model = build_load_model(work, language)
+    reconvergence_kills(work, model, divergent)
     changed |= apply_replacement(work, model, solve_loads(work, model, divergent, None, gate))
     return work if changed else kernel
 
@@ -224,8 +231,7 @@ class _ScalarReplacement(Pass):
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel with its redundant loads replaced (see the module docstring)."""
         analysis = str(self.options.get("divergence", "affine2"))
-        needs_divergence = self.gate or self.speculate is not None
-        divergent = divergent_blocks(kernel, analysis) if needs_divergence else set()
+        divergent = divergent_blocks(kernel, analysis)
         hoist_at = None
         if self.speculate == "divergent":
             hoist_at = divergent

@@ -104,3 +104,43 @@ def test_a_store_to_the_same_space_kills_the_value():
         assert out.kernels[0].status == "verified"
         assert sum(1 for i in out.program.kernels[0].instructions()
                    if i.kind == ir.LOAD) == 2
+
+
+# Lanes on the other side of a divergent branch write while a lane waits (SIMT runs the
+# sides one after the other): the value loaded before the join, or hoisted above the
+# branch, would miss that write. Both kernels change their memory if either is ignored.
+OTHER_SIDE_WRITES_BEFORE_JOIN = """kernel race(p)
+      q = tid % 2
+      bz q, B
+A:    a = shared[0]
+      jump J
+B:    shared[0] = 5
+      a = 7
+J:    sync
+      c = shared[0]
+      d = a + c
+      o = tid + 64
+      shared[o] = d
+"""
+OTHER_SIDE_WRITES_BEFORE_ORIGIN = """kernel race2(i)
+      q = tid % 2
+      bz q, A
+B:    shared[i] = 5
+      a = 7
+      jump J
+A:    a = shared[i]
+J:    sync
+      o = tid + 64
+      shared[o] = a
+"""
+
+
+@pytest.mark.parametrize(("text", "count"), [(OTHER_SIDE_WRITES_BEFORE_JOIN, 2),
+                                             (OTHER_SIDE_WRITES_BEFORE_ORIGIN, 1)])
+def test_writes_of_the_other_side_of_a_divergent_branch_kill(text, count):
+    program = parse_text(text, "race.musimd")
+    for pass_name in ("srqp", "ssrqp-s"):
+        out = transform(program, pass_name, verify=True)
+        assert out.kernels[0].status == "verified", out.kernels[0].difference
+        assert sum(1 for i in out.program.kernels[0].instructions()
+                   if i.kind == ir.LOAD) == count
