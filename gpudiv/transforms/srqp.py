@@ -29,6 +29,7 @@ from gpudiv.dominators import immediate_dominators
 from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
 from gpudiv.transforms.lcm import prepare
 from gpudiv.transforms.loads import (
     LoadModel,
@@ -219,7 +220,10 @@ def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
     model = build_load_model(work, language)
     reconvergence_kills(work, model, divergent)
     changed |= apply_replacement(work, model, solve_loads(work, model, divergent, None, gate))
-    return work if changed else kernel
+    if not changed:
+        return kernel
+    drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
+    return work
 
 
 class _ScalarReplacement(Pass):
