@@ -21,8 +21,9 @@ node per instruction, one for an empty block; the blocks' critical edges are spl
   `A[i+1]` before), when that form is also loaded somewhere; otherwise it kills.
 - **Speculation** (SSRQP's hoisting above a divergent branch) makes lanes load that did
   not before. μ-SIMD loads cannot fault (unwritten cells read 0), so μ-SIMD forms may be
-  speculated; PTX loads may fault out of bounds like the hardware's, so PTX forms are
-  never speculated (`speculable` is false); their safe (down-safe) insertions remain.
+  speculated; PTX loads may fault out of bounds like the hardware's, so a PTX load is
+  hoisted above a branch only where it is down-safe (every path from there loads the
+  same address anyway: `speculable` is false and rules/ssrqp.lp asks for `antin`).
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def _ptx_candidate(instr: ir.Instruction, kernel: ir.Kernel) -> bool:
         return False
     if instr.dest is None or instr.dest not in kernel.registers or "@" in instr.dest:
         return False
+    if instr.group is None:
+        return True  # made by a pass: one instruction
     group = [i for i in kernel.instructions() if i.group == instr.group]
     return len(group) == 1
 

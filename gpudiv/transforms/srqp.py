@@ -166,7 +166,9 @@ def apply_replacement(kernel: ir.Kernel, model: LoadModel, found: Relations) -> 
                       for t in found.get(name, ())} | {t[2] for t in found.get("convert", ())})
     if not found.get("replace"):
         return False
-    temps = {f: rewriter.fresh_register(f"sr_t{f}", _type(kernel, model, f)) for f in touched}
+    temps = coalesced(kernel, model, found)
+    temps.update({f: rewriter.fresh_register(f"sr_t{f}", _type(kernel, model, f))
+                  for f in touched if f not in temps})
     for n, f in sorted(found.get("insert", ())):
         place_after(rewriter, model, n, load_of(model, f, temps[f], rewriter))
     for n, after, before in sorted(found.get("convert", ())):
@@ -174,10 +176,35 @@ def apply_replacement(kernel: ir.Kernel, model: LoadModel, found: Relations) -> 
                                                  temps[before])])
     for n, f in sorted(found.get("save", ())):
         instr = model.nodes[n][1]
+        if temps[f] == instr.dest:
+            continue
         place_after(rewriter, model, n, [copy_of(instr.loc, temps[f], instr.dest)])
     for n, f in sorted(found.get("replace", ())):
         as_copy(model.nodes[n][1], temps[f])
     return True
+
+
+def coalesced(kernel: ir.Kernel, model: LoadModel, found: Relations) -> dict[int, str]:
+    """Forms whose only writer would be one saved load `d = M[a]` with `d` defined
+    nowhere else: `d` itself serves as the temporary (no copy `t = d`)."""
+    writers: dict[int, list[tuple[str, int]]] = {}
+    for n, f in found.get("insert", ()):
+        writers.setdefault(f, []).append(("insert", n))
+    for n, f, _ in found.get("convert", ()):
+        writers.setdefault(f, []).append(("convert", n))
+    for n, f in found.get("save", ()):
+        writers.setdefault(f, []).append(("save", n))
+    definitions: dict[str, int] = {}
+    for instr in kernel.instructions():
+        if instr.dest is not None:
+            definitions[instr.dest] = definitions.get(instr.dest, 0) + 1
+    result = {}
+    for f, ws in writers.items():
+        if len(ws) == 1 and ws[0][0] == "save":
+            dest = model.nodes[ws[0][1]][1].dest
+            if dest is not None and definitions.get(dest) == 1:
+                result[f] = dest
+    return result
 
 
 def _type(kernel: ir.Kernel, model: LoadModel, f: int) -> str:
