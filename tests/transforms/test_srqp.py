@@ -14,6 +14,7 @@ from gpudiv.load import parse_text
 from gpudiv.solve import shipped_rule, solve
 from gpudiv.transforms.srqp import control_facts
 from gpudiv.verify.transform_check import transform
+from tests.ptxas_tool import PTXAS, ptxas_errors
 
 MOTION = Path(__file__).parents[1] / "data" / "motion"
 # Fig 4.11 (notes §6.9): s = 0, nodes 1..9, e = 10; 9 -> 2 is the back edge
@@ -144,3 +145,25 @@ def test_writes_of_the_other_side_of_a_divergent_branch_kill(text, count):
         assert out.kernels[0].status == "verified", out.kernels[0].difference
         assert sum(1 for i in out.program.kernels[0].instructions()
                    if i.kind == ir.LOAD) == count
+
+
+def test_ssrqp_on_nvcc_ptx_hoists_down_safe_loads_above_the_divergent_branch(tmp_path):
+    # redundant_loads.cu loop_divergent: a[k + 1] under `if (t & 1)`, a[k] on every path;
+    # nvcc unrolls by 4, so [%rd13+4] is loaded on one side and again after the join
+    path = Path(__file__).parents[2] / "samples" / "cuda" / "redundant_loads.O3.ptx"
+    kernel = "_Z14loop_divergentPKiiPi"
+    out = transform(str(path), "ssrqp", kernel=kernel, verify=True)
+    (report,) = out.kernels
+    assert report.status == "verified" and not report.oracle_violations
+
+    def plus4(k: ir.Kernel) -> int:
+        return sum(1 for i in k.instructions() if i.kind == ir.LOAD
+                   and i.args == (ir.Var("%rd13"),) and i.attrs.get("disp") == 4)
+    before = next(k for k in transform(str(path), "identity").program.kernels
+                  if k.name == kernel)
+    after = next(k for k in out.program.kernels if k.name == kernel)
+    assert (plus4(before), plus4(after)) == (2, 1)
+    if PTXAS is not None:
+        printed = tmp_path / "out.ptx"
+        printed.write_text(out.text)
+        assert ptxas_errors(printed) is None
