@@ -27,6 +27,7 @@ from gpudiv import ir
 from gpudiv.cfg import EXIT, successor_labels
 from gpudiv.dominators import immediate_dominators
 from gpudiv.solve import RuleError, shipped_rule, solve
+from gpudiv.transforms import traits
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
@@ -179,9 +180,32 @@ def apply_replacement(kernel: ir.Kernel, model: LoadModel, found: Relations) -> 
         if temps[f] == instr.dest:
             continue
         place_after(rewriter, model, n, [copy_of(instr.loc, temps[f], instr.dest)])
+    addresses = set()
     for n, f in sorted(found.get("replace", ())):
+        addresses.update(model.nodes[n][1].used_vars)
         as_copy(model.nodes[n][1], temps[f])
+    drop_unread(kernel, addresses)
     return True
+
+
+def drop_unread(kernel: ir.Kernel, names: set[str]) -> None:
+    """Erase the definitions of registers in `names` that nothing reads any more (the
+    address of a replaced load), when they are pure single instructions; repeated for
+    the registers those read."""
+    rewriter = Rewriter(kernel)
+    while names:
+        read = {v for i in kernel.instructions() for v in i.used_vars}
+        defs = [i for i in kernel.instructions() if i.dest in names - read]
+        groups: dict[int, int] = {}
+        for i in kernel.instructions():
+            if i.group is not None:
+                groups[i.group] = groups.get(i.group, 0) + 1
+        dead = [i for i in defs if i.kind == ir.ASSIGN and traits.is_speculatable(i)
+                and (i.group is None or groups.get(i.group) == 1)]
+        names = set()
+        for instr in dead:
+            names.update(instr.used_vars)
+            rewriter.erase(instr)
 
 
 def coalesced(kernel: ir.Kernel, model: LoadModel, found: Relations) -> dict[int, str]:
@@ -225,8 +249,11 @@ def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
                      if o in origins})
     for n, f in places:
         place_after(rewriter, model, n, load_of(model, f, temps[f], rewriter))
+    addresses = set()
     for o in sorted(origins):
+        addresses.update(model.nodes[o][1].used_vars)
         as_copy(model.nodes[o][1], temps[model.occurrences[o]])
+    drop_unread(kernel, addresses)
     return True
 
 
