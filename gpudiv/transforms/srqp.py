@@ -182,8 +182,12 @@ def apply_replacement(kernel: ir.Kernel, model: LoadModel, found: Relations) -> 
         place_after(rewriter, model, n, [copy_of(instr.loc, temps[f], instr.dest)])
     addresses = set()
     for n, f in sorted(found.get("replace", ())):
-        addresses.update(model.nodes[n][1].used_vars)
-        as_copy(model.nodes[n][1], temps[f])
+        instr = model.nodes[n][1]
+        addresses.update(instr.used_vars)
+        if instr.dest == temps[f]:
+            rewriter.erase(instr)  # it would copy the temporary to itself
+        else:
+            as_copy(instr, temps[f])
     drop_unread(kernel, addresses)
     return True
 
@@ -210,7 +214,8 @@ def drop_unread(kernel: ir.Kernel, names: set[str]) -> None:
 
 def coalesced(kernel: ir.Kernel, model: LoadModel, found: Relations) -> dict[int, str]:
     """Forms whose only writer would be one saved load `d = M[a]` with `d` defined
-    nowhere else: `d` itself serves as the temporary (no copy `t = d`)."""
+    nowhere else (but by replaced loads of the same form, which then go): `d` itself
+    serves as the temporary (no copy `t = d`)."""
     writers: dict[int, list[tuple[str, int]]] = {}
     for n, f in found.get("insert", ()):
         writers.setdefault(f, []).append(("insert", n))
@@ -226,8 +231,10 @@ def coalesced(kernel: ir.Kernel, model: LoadModel, found: Relations) -> dict[int
     for f, ws in writers.items():
         if len(ws) == 1 and ws[0][0] == "save":
             dest = model.nodes[ws[0][1]][1].dest
-            if dest is not None and definitions.get(dest) == 1:
-                result[f] = dest
+            selves = sum(1 for n, g in found.get("replace", ())
+                         if g == f and model.nodes[n][1].dest == dest)
+            if dest is not None and definitions.get(dest, 0) - selves == 1:
+                result[f] = dest  # the replaced loads into `dest` itself go away
     return result
 
 
