@@ -137,3 +137,18 @@ def test_identity_verifies_every_sample_kernel(path):
         assert kernel.oracle_violations == []
     assert any(k.status == "verified" for k in result.kernels) or all(
         "cannot execute" in k.reason or "unsupported" in k.reason for k in result.kernels)
+
+
+def test_divergence_option_reaches_the_code_motion_passes(capsys):
+    path = str(Path(__file__).parent / "data" / "motion" / "divergence_choice.musimd")
+    sizes = {}
+    for analysis in ("simple", "affine2"):
+        code, out, _ = run(capsys, "transform", path, "--pass", "ssrqp", "--divergence",
+                           analysis, "--format", "json")
+        assert code == 0
+        (kernel,) = json.loads(out)["files"][0]["kernels"]
+        sizes[analysis] = kernel["static"]["instructions_after"]
+    assert sizes == {"simple": 9, "affine2": 8}  # the load hoisted above tid - tid == 0
+    with pytest.raises(SystemExit) as stop:
+        main(["transform", path, "--pass", "ssrqp", "--divergence", "uniformity"])
+    assert stop.value.code == 2
