@@ -26,6 +26,7 @@ TINY = {
     "bench_policies.py": ["--repeat", "1", "--json"],
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
+    "bench_srqp_size.py": ["60"],
 }
 
 

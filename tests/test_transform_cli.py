@@ -140,7 +140,7 @@ def test_identity_verifies_every_sample_kernel(path):
 
 
 def test_divergence_option_reaches_the_code_motion_passes(capsys):
-    path = str(Path(__file__).parent / "data" / "motion" / "divergence_choice.musimd")
+    path = str(Path(__file__).parent / "data" / "motion" / "loads" / "divergence_choice.musimd")
     sizes = {}
     for analysis in ("simple", "affine2"):
         code, out, _ = run(capsys, "transform", path, "--pass", "ssrqp", "--divergence",

@@ -16,7 +16,7 @@ from gpudiv.transforms.srqp import control_facts
 from gpudiv.verify.transform_check import transform
 from tests.ptxas_tool import PTXAS, ptxas_errors
 
-MOTION = Path(__file__).parents[1] / "data" / "motion"
+MOTION = Path(__file__).parents[1] / "data" / "motion" / "loads"
 # Fig 4.11 (notes §6.9): s = 0, nodes 1..9, e = 10; 9 -> 2 is the back edge
 FIG_4_11 = [(0, 1), (1, 2), (2, 3), (2, 4), (4, 5), (4, 6), (5, 7), (6, 7), (7, 8), (3, 8),
             (8, 9), (8, 10), (9, 2)]
