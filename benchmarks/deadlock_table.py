@@ -4,6 +4,17 @@ files, every detection outside the deadlock samples (to review as possible false
 detections), and the time of `gpudiv deadlock` against `gpudiv analyze` on the same files.
 
     python benchmarks/deadlock_table.py [FOLDER|FILE ...] [--repeat 3] [--json]
+    python benchmarks/deadlock_table.py --ssde [FOLDER|FILE ...] [--json]
+
+`--ssde` prints instead the overheads of the SSDE rewrite (`gpudiv transform --pass ssde`)
+like Table III: per rewritten kernel the loops transformed, static instructions and
+registers added, and on the interpreter the warp instructions (issues), lane
+instructions (the threads' work) and SIMD efficiency of the original under `mimd` (the
+reference: under `ipdom` it hangs; every thread runs on its own there, so its warp and
+lane counts are equal) against the result under `ipdom`, on one launch (μ-SIMD: the
+golden launch of tests/analyses/test_deadlock.py, one warp of 4 lanes; PTX: the first
+launch `gpudiv check` synthesizes); whether the original hangs there under `ipdom`,
+whether the memories are equal, and what `gpudiv deadlock` finds in the result.
 
 Groups: CUDA samples built with -O3 (`*.O3.ptx`), with -G (`*.G.ptx`), other PTX, and
 μ-SIMD. Files named `deadlock_*` are the samples written to hang (or to look like they
@@ -23,7 +34,13 @@ from pathlib import Path
 
 from gpudiv import api
 from gpudiv.corpus import collect_inputs
-from gpudiv.load import load
+from gpudiv.interp.musimd import ExecutionError, LaunchConfig
+from gpudiv.load import load, parse_text
+from gpudiv.oracle import ptx_launches
+from gpudiv.printers import print_program
+from gpudiv.transforms import Pipeline
+from gpudiv.verify.equivalence import _first_difference, _memories, _run
+from gpudiv.verify.ssde_check import detections, hangs
 
 ROOT = Path(__file__).parents[1]
 DEFAULT_INPUTS = [ROOT / "samples" / "cuda", ROOT / "samples" / "musimd"]
@@ -116,13 +133,93 @@ def render(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _golden_launch(kernel) -> LaunchConfig:
+    """One warp of 4 lanes, parameter i = 16·i, memory zero but cells 1-3 = -1."""
+    params = {p: 16 * i for i, p in enumerate(kernel.params)}
+    shared = dict.fromkeys(range(128), 0) | {1: -1, 2: -1, 3: -1}
+    return LaunchConfig(threads=4, warp_width=4, params=params, shared=shared,
+                        max_steps=20_000)
+
+
+def _outcome(language: str, kernel, launch, policy: str):
+    """A run's result, or its error message."""
+    try:
+        return _run(language, kernel, launch, policy)
+    except ExecutionError as error:
+        return str(error)
+
+
+def ssde_rows(paths: list[str]) -> list[dict]:
+    """Table III-style rows: one per kernel the ssde pass rewrites."""
+    rows = []
+    for path in paths:
+        program = load(path)
+        result = Pipeline.parse("ssde").run(program)
+        printed = parse_text(print_program(result), path, program.language)
+        for old, new, reread in zip(program.kernels, result.kernels, printed.kernels,
+                                    strict=True):
+            stats = new.attrs.get("transform_stats", {})
+            if not stats.get("flagged_loops"):
+                continue
+            launch = (ptx_launches(old, 0)[0] if program.language == "ptx"
+                      else _golden_launch(old))
+            stuck = _outcome(program.language, old, launch, "ipdom")
+            before = _outcome(program.language, old, launch, "mimd")
+            after = _outcome(program.language, reread, launch, "ipdom")
+            row = {"file": Path(path).name, "kernel": old.name,
+                   "loops": stats["flagged_loops"], "switch_blocks": stats["switch_blocks"],
+                   "instructions_before": stats["instructions_before"],
+                   "instructions_added": stats["instructions_added"],
+                   "registers_added": stats["registers_added"],
+                   "original_hangs": isinstance(stuck, str) and hangs(stuck),
+                   "detections_after": detections(reread)}
+            if isinstance(before, str) or isinstance(after, str):
+                row["error"] = before if isinstance(before, str) else after
+            else:
+                row |= {"warp_mimd": before.counters.warp_instructions,
+                        "warp_ssde": after.counters.warp_instructions,
+                        "lane_mimd": before.counters.lane_instructions,
+                        "lane_ssde": after.counters.lane_instructions,
+                        "simd_eff_ssde": round(after.counters.simd_efficiency, 3),
+                        "memory_equal": _first_difference(
+                            _memories(program.language, before),
+                            _memories(program.language, after), "") is None}
+            rows.append(row)
+    return rows
+
+
+def render_ssde(rows: list[dict]) -> str:
+    """The overhead table."""
+    head = ("file", "kernel", "loops", "instr", "+instr", "+regs", "hangs", "warp mimd",
+            "warp ssde", "lane mimd", "lane ssde", "eff ssde", "mem =", "det after")
+    lines = ["  ".join(head)]
+    for r in rows:
+        dyn = (f"{r['warp_mimd']}  {r['warp_ssde']}  {r['lane_mimd']}  {r['lane_ssde']}  "
+               f"{r['simd_eff_ssde']}  "
+               f"{'yes' if r['memory_equal'] else 'NO'}" if "error" not in r
+               else f"error: {r['error'][:60]}")
+        pct = 100 * r["instructions_added"] / r["instructions_before"]
+        lines.append(f"{r['file']}  {r['kernel']}  {r['loops']}  {r['instructions_before']}  "
+                     f"+{r['instructions_added']} ({pct:.1f}%)  +{r['registers_added']}  "
+                     f"{'yes' if r['original_hangs'] else 'no'}  {dyn}  "
+                     f"{r['detections_after']}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the table (or JSON) for the given files and folders."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("inputs", nargs="*", default=[str(p) for p in DEFAULT_INPUTS])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--ssde", action="store_true",
+                        help="the overheads of the SSDE rewrite instead (Table III)")
     args = parser.parse_args(argv)
+    if args.ssde:
+        rows = ssde_rows(collect_inputs(args.inputs))
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n" if args.json
+                         else render_ssde(rows))
+        return 0
     result = measure(collect_inputs(args.inputs), max(1, args.repeat))
     sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render(result))
     return 0

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 __all__ = ["FileAnalysis", "analyze", "analyze_corpus", "analyze_text", "check",
            "export_facts", "load", "print_program", "solve_rules", "structure", "transform",
-           "Budget",
+           "Budget", "fuse", "load_host", "run_host",
            "__version__"]
 
 # Public name → (module, attribute), imported on first use.
@@ -28,6 +28,9 @@ _LAZY = {
     "structure": ("gpudiv.analyses.structure", "analyze_file"),
     "print_program": ("gpudiv.printers", "print_program"),
     "Budget": ("gpudiv.solve", "Budget"),
+    "fuse": ("gpudiv.verify.host_check", "transform_host"),
+    "load_host": ("gpudiv.frontend.host", "load_host"),
+    "run_host": ("gpudiv.verify.host_check", "run_host_file"),
 }
 
 # `load` is imported eagerly: the name must be the function even after something imports

@@ -12,8 +12,9 @@ from gpudiv.analyses import deadlock as deadlock_analysis
 from gpudiv.analyses.deadlock import KernelDeadlocks, kernel_deadlocks, pragma_kernels
 from gpudiv.analyses.results import KernelResult
 from gpudiv.findings import Finding, deadlock_findings, file_findings
+from gpudiv.interp.engine import has_marks
 from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel, time_slots
-from gpudiv.interp.ptx import PtxLaunch, run_ptx_growing, run_ptx_kernel
+from gpudiv.interp.ptx import PtxLaunch, machine_policy, run_ptx_growing, run_ptx_kernel
 from gpudiv.interp.simt import Counters, DeadlockError, ExecutionError
 from gpudiv.launch_shape import BlockShape, as_shape
 from gpudiv.load import load, parse_text
@@ -202,8 +203,8 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
                         ptx_launches(original(result.ssa.cfg.kernel), seed + index,
                                      result.block, max_steps)]
             reports.append(check_kernel(result, launches, run=run_ptx_growing))
-            reports[-1].reconvergence = ("ipdom" if reconvergence in ("auto", "sync")
-                                         else reconvergence)
+            policy = machine_policy(original(result.ssa.cfg.kernel), reconvergence)
+            reports[-1].reconvergence = "sync" if policy == "marked" else policy
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
                                    reconvergence=reconvergence,
@@ -232,10 +233,11 @@ class PolicyRun:
 
 def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -> list[PolicyRun]:
     """Run one launch of a kernel under every reconvergence policy that applies (μ-SIMD:
-    sync when the kernel has `sync`, ipdom, frontier, mimd; PTX: ipdom, frontier, mimd)."""
+    sync when the kernel has `sync`, ipdom, frontier, mimd; PTX: ipdom, frontier, mimd;
+    sync first for a kernel with explicit reconvergence points on its branches)."""
     ptx = isinstance(launch, PtxLaunch)
     policies = ["ipdom", "frontier", "mimd"]
-    if not ptx and reconvergence_for(kernel) == "sync":
+    if (ptx and has_marks(kernel)) or (not ptx and reconvergence_for(kernel) == "sync"):
         policies.insert(0, "sync")
     runs: list[PolicyRun] = []
     memories: dict[str, object] = {}

@@ -1,10 +1,10 @@
 """Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
-random, transform, structure, deadlock.
+random, transform, structure, deadlock, fuse, host.
 
 (`analyze`, `cfg`, `facts`, `solve` and `rules` live in `gpudiv.commands`, `explain` in
 `gpudiv.explain`, `compare` in `gpudiv.compare`, `random` in `gpudiv.generate`,
 `transform` in `gpudiv.transform_cli`, `structure` in `gpudiv.structure_cli`, `deadlock`
-in `gpudiv.deadlock_command`.)
+in `gpudiv.deadlock_command`, `fuse` and `host` in `gpudiv.fuse_cli`.)
 
 Every failure the user can cause ends in one `FILE:LINE:COL: error: message` line (or a
 runtime message naming kernel, line and lanes) and exit status 2; never a traceback.
@@ -34,6 +34,7 @@ from gpudiv.compare import register as register_compare
 from gpudiv.corpus import CorpusError, collect_inputs
 from gpudiv.deadlock_command import register as register_deadlock
 from gpudiv.explain import register as register_explain
+from gpudiv.fuse_cli import register as register_fuse
 from gpudiv.generate import register as register_random
 from gpudiv.interp.musimd import (
     ExecutionError,
@@ -283,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_transform(sub)
     register_structure(sub)
     register_deadlock(sub)
+    register_fuse(sub)
 
     run = sub.add_parser("run", help="run a kernel on the reference SIMD interpreter",
                          description="Run one μ-SIMD or PTX kernel on the reference "

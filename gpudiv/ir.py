@@ -30,6 +30,13 @@ FENCE = "fence"
 
 TERMINATORS = frozenset({BRANCH, JUMP, STOP})
 
+# The explicit reconvergence point of a conditional branch: `Instruction.attrs[RECONVERGE]`
+# is the label of the block where the lanes that split at the branch meet again. The
+# interpreter honours it under `--reconvergence sync` (and `auto`); both printers write
+# it as a comment on the branch's line (`# gpudiv: reconverge LABEL` in μ-SIMD,
+# `// gpudiv: reconverge LABEL` in PTX) that the parsers read back (docs/execution.md).
+RECONVERGE = "reconverge"
+
 BINARY_OPERATORS = (
     "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=",
     "&", "|", "^", "<<", ">>", "min", "max",

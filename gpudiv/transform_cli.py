@@ -6,6 +6,8 @@ with `-o` it goes to OUT (a file for one input file, a folder mirroring the inpu
 folder). `--verify` reports per kernel `verified`, `differs` (with the first difference)
 or `not-executed`. Exit status: 0, 1 when a kernel differs or violates a claim, 2 on
 bad input (unknown pass, unreadable file) with `FILE:LINE:COL: error:` lines.
+
+Host programs (`.host` files) take `--pass kfcm` or `--pass kf-trad` (`gpudiv.fuse_cli`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 from gpudiv.commands import CommandError
 from gpudiv.corpus import collect_inputs
+from gpudiv.fuse_cli import is_host_file, transform_host_files
+from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError
 from gpudiv.transforms import available
 from gpudiv.verify.transform_check import FileTransform, TransformError, transform
@@ -31,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE|DIR",
                         help="files, and folders searched for .musimd/.ptx files")
     parser.add_argument("--pass", dest="passes", metavar="P[,P…]",
-                        help="passes to run in order (see --list)")
+                        help="passes to run in order (see --list); a .host program takes "
+                             "kfcm or kf-trad")
     parser.add_argument("--list", action="store_true", help="list the passes and exit")
     parser.add_argument("--kernel", help="transform only this kernel")
     parser.add_argument("-o", "--output", metavar="OUT",
@@ -46,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--divergence", choices=DIVERGENCE_ANALYSES, default=None,
                         help="divergence analysis whose divergent branches the code-motion "
                              "passes (sscm, esrqp, ssrqp, ssrqp-s) use (default affine2)")
+    parser.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
+                        help="reconvergence policy of the --verify runs: auto (default), "
+                             "ipdom, sync (μ-SIMD `sync` and the reconvergence points "
+                             "written on branches), frontier, mimd")
     parser.set_defaults(handler=cmd_transform)
 
 
@@ -88,6 +97,10 @@ def _report_text(result: FileTransform) -> None:
         else:
             line = f"unverified ({shape})"
         print(f"{result.path}: kernel {k.name}: {line}")
+        if k.ssde_summary:
+            print(f"{result.path}: kernel {k.name}: ssde: {k.ssde_summary}")
+        for problem in k.problems:
+            print(f"{result.path}: kernel {k.name}: {problem}")
         for violation in k.oracle_violations[:5]:
             print(f"{result.path}: kernel {k.name}: claim violated on the result: {violation}")
 
@@ -100,6 +113,8 @@ def cmd_transform(args: argparse.Namespace) -> int:
         raise CommandError("gpudiv transform: error: --pass is required (see --list)")
     if not args.files:
         raise CommandError("gpudiv transform: error: no input file")
+    if all(is_host_file(f) for f in args.files):
+        return transform_host_files(args)
     inputs = collect_inputs(args.files)
     results: list[FileTransform] = []
     failed = False
@@ -107,6 +122,7 @@ def cmd_transform(args: argparse.Namespace) -> int:
         try:
             options = {"divergence": args.divergence} if args.divergence else None
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
+                               reconvergence=args.reconvergence,
                                seed=args.seed, options=options)
         except (TransformError, LoadError) as error:
             print(str(error), file=sys.stderr)

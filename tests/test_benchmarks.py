@@ -24,9 +24,11 @@ TINY = {
     "bench_ptx_frontend.py": ["--repeat", "1", "--sizes", "300", "--shapes", "many",
                               "--memory-mb", "--skip-samples", "--skip-analysis", "--json"],
     "bench_policies.py": ["--repeat", "1", "--json"],
+    "bench_musimd_interp.py": ["--repeat", "1", "--cases", "1", "--json"],
     "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
     "bench_srqp_size.py": ["60"],
+    "bench_kfcm.py": ["samples/host/fig5_14.host"],
 }
 
 

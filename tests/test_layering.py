@@ -16,7 +16,8 @@ STAGES = ["ir", "lang", "analyses", "transforms", "interp", "verify", "report", 
 FOLDERS = {"frontend": "lang", "printers": "lang", "analyses": "analyses",
            "transforms": "transforms", "interp": "interp", "verify": "verify"}
 MODULES = {
-    "ir": "ir", "irverify": "ir", "cfg": "ir", "ssa": "ir", "operators": "ir", "perf": "ir",
+    "ir": "ir", "hostir": "ir", "irverify": "ir",
+    "cfg": "ir", "ssa": "ir", "operators": "ir", "perf": "ir",
     "load": "lang",
     "solve": "analyses", "facts": "analyses", "invariants": "analyses", "schema": "analyses",
     "findings": "analyses",
@@ -24,6 +25,7 @@ MODULES = {
     "api": "report", "report": "report", "sarif": "report", "htmlreport": "report",
     "dot": "report", "export": "report", "corpus": "report", "experiment": "report",
     "cli": "cli", "commands": "cli", "transform_cli": "cli", "structure_cli": "cli",
+    "fuse_cli": "cli",
     "compare": "cli",
     "explain": "cli", "ptxrun": "cli",
 }

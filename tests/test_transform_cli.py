@@ -119,8 +119,12 @@ def test_unreadable_file_and_missing_pass_are_errors(capsys, tmp_path):
     assert code == 2 and "--pass is required" in err
 
 
-SAMPLES = sorted([*ROOT.glob("musimd/*.musimd"), *ROOT.glob("cuda/*.ptx"),
-                  *ROOT.glob("ptx/*.ptx"), *ROOT.glob("ptx_legacy/*.ptx")])
+# The samples written to hang under ipdom are left out: every launch of theirs runs until
+# the interpreter sees its state repeat, in both programs, so nothing is compared
+# (test_ssde.py verifies them against MIMD instead).
+SAMPLES = sorted(p for p in [*ROOT.glob("musimd/*.musimd"), *ROOT.glob("cuda/*.ptx"),
+                             *ROOT.glob("ptx/*.ptx"), *ROOT.glob("ptx_legacy/*.ptx")]
+                 if not p.name.startswith(("deadlock_", "spin_")))
 
 
 @pytest.mark.slow
@@ -152,3 +156,14 @@ def test_divergence_option_reaches_the_code_motion_passes(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["transform", path, "--pass", "ssrqp", "--divergence", "uniformity"])
     assert stop.value.code == 2
+def test_verify_under_a_chosen_reconvergence_policy(capsys, tmp_path):
+    """The spin lock whose loop exit reconverges at the loop header (a moved
+    reconvergence point, kept by the printer) verifies under sync: every launch runs."""
+    text = (ROOT / "musimd/spin_lock.musimd").read_text().replace(
+        "bnz g, CRIT             # while (!try_lock()) ;", "bnz g, CRIT  # gpudiv: reconverge SPIN")
+    path = tmp_path / "marked.musimd"
+    path.write_text(text)
+    code, out, _ = run(capsys, "transform", str(path), "--pass", "identity", "--kernel",
+                       "spin_lock", "--verify", "--reconvergence", "sync", "--json")
+    (kernel,) = json.loads(out)["files"][0]["kernels"]
+    assert (code, kernel["status"], kernel["runs"]) == (0, "verified", 10)

@@ -15,6 +15,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from gpudiv import ir
+from gpudiv.frontend.marks import read_marks
 
 # Special registers of μ-SIMD and whether they differ between the lanes of a warp.
 SPECIALS = {"tid": "divergent", "laneid": "divergent", "warpid": "uniform", "ntid": "uniform"}
@@ -307,7 +308,9 @@ def parse_musimd(text: str, path: str = "<string>") -> ir.Program:
                     "error", f"kernel '{kname}' has no instructions", path, loc.line, loc.column))
                 continue
             _check_literals(kernel, path, program.diagnostics)
-            if _check_targets(kernel, path, program.diagnostics) and len(program.errors) == before:
+            if (_check_targets(kernel, path, program.diagnostics)
+                    and read_marks(kernel, padded.splitlines(), path, program.diagnostics)
+                    and len(program.errors) == before):
                 _attach_text(kernel, padded)
                 program.kernels.append(kernel)
                 program.parse_ms[kname] = (time.perf_counter() - start) * 1000 / len(parsed)

@@ -37,6 +37,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from gpudiv import ir
 from gpudiv.frontend import ptx_fast
+from gpudiv.frontend.marks import read_marks
 from gpudiv.frontend.ptx_forms import COMMENT as _COMMENT
 from gpudiv.frontend.ptx_forms import TYPE_BYTES as _TYPE_BYTES
 from gpudiv.frontend.ptx_forms import (
@@ -1884,6 +1885,10 @@ def parse_ptx_timed(text: str, path: str = "<string>", *,
             "error", f"input nested too deeply ({depth} levels of braces, brackets and "
             "parentheses here)", path, line, column))
         return reader.program, timings
+    if "gpudiv:" in text:
+        lines = text.splitlines()
+        for kernel in reader.program.kernels:
+            read_marks(kernel, lines, path, reader.program.diagnostics)
     reader.program.diagnostics.sort(key=lambda d: (d.line, d.column))
     if not reader.program.kernels and not reader.program.diagnostics:
         reader.program.diagnostics.append(ir.Diagnostic(

@@ -2,14 +2,17 @@
 
 One thread block is split into warps; lanes of a warp run in lock-step with partial
 execution (Sampaio 2013, Tables 3.3–3.5; notes §1.4–1.6). Warps run one at a time,
-round-robin, each until it reaches a `barrier`, finishes, or fails. Two reconvergence
-schemes (policies, `gpudiv.interp.simt`) are offered:
+round-robin, each until it reaches a `barrier`, finishes, or fails. This module is the
+μ-SIMD semantics of the shared SIMT engine (`gpudiv.interp.engine`: scheduler, step
+loop, counters, deadlock detection); the reconvergence policies (`interp.policies`):
 
 - "sync": the seed's explicit synchronisation stack. Every conditional branch pushes (or
   merges into) a node (branch, done, resume, todo); `sync` resumes the deferred lanes
   (rule SS) or pops and reunites (rule SP). Mismatched `sync`s are errors, never hangs.
 - "ipdom": GPGPU-Sim's PDOM stack; lanes reconverge at the immediate post-dominator of
-  the divergent branch, `sync` is a no-op. Runs unstructured control flow.
+  the divergent branch, `sync` is a no-op. Runs unstructured control flow. A kernel
+  without `sync` whose branches carry explicit reconvergence points (the IR annotation
+  `engine.RECONVERGE_ATTR`) runs under "sync" on the same stack with those points.
 - "frontier": earliest reconvergence; one group of lanes per pc, the lowest pc runs.
 - "mimd": every thread on its own, round-robin one instruction at a time.
 
@@ -23,33 +26,46 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 import numpy as np
 
-from gpudiv import cfg as cfg_module
 from gpudiv import ir
+from gpudiv.interp.engine import (  # noqa: F401 - Observer is re-exported
+    BARRIER,
+    BRANCH,
+    EXEC,
+    FAIL,
+    JUMP,
+    STOP,
+    SYNC,
+    Engine,
+    Observer,
+    Warp,
+    has_marks,
+    reconvergence_pcs,
+)
+from gpudiv.interp.policies import control_for
 from gpudiv.interp.simt import (  # noqa: F401 - re-exported: the μ-SIMD machine's API
     DETECT_AFTER,
     RECONVERGENCE_MODES,
     Counters,
-    CycleDetector,
     DeadlockError,
     ExecutionError,
-    deadlock_message,
-    fingerprint,
     format_lanes,
     never_released,
 )
 
 SPECIAL_NAMES = ("tid", "laneid", "warpid", "ntid")
 
-_EMPTY = np.zeros(0, dtype=np.int64)
 # Bytes a launch may allocate for registers and thread-private memory, checked up front.
 MAX_LAUNCH_BYTES = 2 * 1024**3
 _THREAD_OVERHEAD_BYTES = 128  # per thread: its local-memory dict, lane ids, specials
 _WARP_OVERHEAD_BYTES = 1024  # per warp: its reconvergence stack
-_EMPTY.flags.writeable = False
+# Backward transfers after which a warp running alone yields (μ-SIMD runs a warp until
+# a barrier: the yield only lets the engine look for a repeated state). Counting
+# transfers, not steps, keeps the sampled states of a cycle few (at most the transfers
+# of one trip round it).
+DETECT_QUANTUM = 32
 
 
 def wrap(x):
@@ -95,20 +111,6 @@ class RunResult:
     registers: dict[str, list[int]]
     counters: Counters
     trace: list[TraceStep] = field(default_factory=list)
-
-
-class Observer(Protocol):
-    """Hooks called while a kernel runs (the dynamic divergence oracle uses them)."""
-
-    def before(self, warp: int, instruction: int, active: np.ndarray,
-               read: Callable[[str], np.ndarray]) -> None:
-        """Called before every executed instruction (`instruction` is its `ir.Instruction.id`)."""
-        ...
-
-    def branch(self, warp: int, instruction: int, active: np.ndarray,
-               jumps: np.ndarray) -> None:
-        """Called at bz/bnz: jumps[k] tells whether lane active[k] goes to the target."""
-        ...
 
 
 # ---------------------------------------------------------------------------------------
@@ -175,330 +177,13 @@ _UNARY: dict[str, tuple[Callable, bool]] = {
 }
 
 
-def _frozen(lanes: np.ndarray) -> np.ndarray:
-    """Make a lane set read-only: it is shared with observers and kept on stacks."""
-    lanes.flags.writeable = False
-    return lanes
-
-
-class _Fault(Exception):
-    """Raised by the control stacks; the machine adds kernel, line and label."""
-
-    def __init__(self, message: str, lanes: np.ndarray) -> None:
-        super().__init__(message)
-        self.message = message
-        self.lanes = [int(t) for t in lanes]
-
-
 # ---------------------------------------------------------------------------------------
-# Reconvergence schemes: one control object per warp
+# The machine: the μ-SIMD semantics of the shared engine (`gpudiv.interp.engine`)
 # ---------------------------------------------------------------------------------------
 
-
-class _SyncControl:
-    """The seed's sync stack; nodes are [branch pc, done lanes, resume pc, todo lanes]."""
-
-    def __init__(self, lanes: np.ndarray, counters: Counters) -> None:
-        self.counters = counters
-        self.lanes = lanes
-        self.pc = 0
-        self.active = lanes
-        self.stack: list[list] = []
-        self.finished = False
-
-    def current(self) -> tuple[int, np.ndarray] | None:
-        """The next pc and active lanes, or None once the warp has stopped."""
-        return None if self.finished else (self.pc, self.active)
-
-    def goto(self, pc: int) -> None:
-        """Continue at pc with the same lanes."""
-        self.pc = pc
-
-    def unfinished(self) -> np.ndarray:
-        """Lanes that have not stopped (all of them until the whole warp stops)."""
-        return _EMPTY if self.finished else self.lanes
-
-    def _push(self, branch_pc: int, todo: np.ndarray, resume: int) -> None:
-        """Table 3.3's push, generalised: merge only into a same-branch node with no done set."""
-        if self.stack:
-            top = self.stack[-1]
-            if top[0] == branch_pc and len(top[1]) == 0:
-                if len(todo):
-                    top[3] = _frozen(np.union1d(top[3], todo))
-                return
-        self.stack.append([branch_pc, _EMPTY, resume, todo])
-        self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.stack) + 1)
-
-    def branch(self, pc: int, target: int, jumps: np.ndarray, rpc: int) -> None:
-        """Rules BT, BF, BD: the fall-through group runs first, the jumping one waits."""
-        taken = _frozen(self.active[jumps])
-        if len(taken) == len(self.active):
-            self._push(pc, _EMPTY, target)
-            self.pc = target
-        elif len(taken) == 0:
-            self._push(pc, _EMPTY, target)
-            self.pc = pc + 1
-        else:
-            self._push(pc, taken, target)
-            self.active = _frozen(self.active[~jumps])
-            self.pc = pc + 1
-
-    def sync(self, pc: int) -> None:
-        """Rule SS (run the deferred lanes) or rule SP (pop and reunite)."""
-        if not self.stack:
-            raise _Fault("sync with nothing to synchronise", self.active)
-        top = self.stack[-1]
-        if len(top[3]):
-            top[1], self.active, top[3] = self.active, top[3], _EMPTY
-            self.pc = top[2]
-        else:
-            self.stack.pop()
-            if len(top[1]):
-                self.counters.reconvergences += 1
-            self.active = _frozen(np.union1d(top[1], self.active))
-            self.pc = pc + 1
-
-    def arrive(self, pc: int) -> bool:
-        """A barrier: every live lane must be active."""
-        if len(self.active) != len(self.unfinished()):
-            raise _Fault("barrier in divergent code", self.active)
-        return True
-
-    def state(self) -> bytes:
-        """The control state as bytes (for cycle detection)."""
-        parts = [str((self.pc, self.finished)).encode(), self.active.tobytes()]
-        for node in self.stack:
-            parts += [str((node[0], node[2])).encode(), node[1].tobytes(), b"|",
-                      node[3].tobytes()]
-        return b";".join(parts)
-
-    def waiting(self) -> list[tuple[np.ndarray, int]]:
-        """Lanes that wait (deferred or done) with the pc where they will go on."""
-        return [(np.union1d(n[1], n[3]), n[2]) for n in reversed(self.stack)
-                if len(n[1]) or len(n[3])]
-
-    def stop(self) -> None:
-        """Rule SF: only legal with an empty stack; the whole warp finishes."""
-        if self.stack:
-            n = len(self.stack)
-            raise _Fault(f"stop reached with {n} pending synchronisation node(s)", self.active)
-        self.finished = True
-        self.active = _EMPTY
-
-
-class _PdomControl:
-    """GPGPU-Sim's PDOM stack; entries are [next pc, reconvergence pc, lanes]."""
-
-    def __init__(self, lanes: np.ndarray, counters: Counters) -> None:
-        self.counters = counters
-        self.stack: list[list] = [[0, -1, lanes]]
-
-    def current(self) -> tuple[int, np.ndarray] | None:
-        """Pop entries that reached their reconvergence point; None once all lanes stopped."""
-        while self.stack:
-            pc, rpc, lanes = self.stack[-1]
-            if pc != rpc:
-                return pc, lanes
-            self.stack.pop()
-            self.counters.reconvergences += 1
-        return None
-
-    def arrive(self, pc: int) -> bool:
-        """A barrier: every live lane must be active."""
-        active = self.stack[-1][2]
-        if len(active) != len(self.unfinished()):
-            raise _Fault("barrier in divergent code", active)
-        return True
-
-    def state(self) -> bytes:
-        """The control state as bytes (for cycle detection)."""
-        return b";".join(str((pc, rpc)).encode() + lanes.tobytes()
-                         for pc, rpc, lanes in self.stack)
-
-    def waiting(self) -> list[tuple[np.ndarray, int]]:
-        """Lanes of lower entries that wait, with the pc where they wait, nearest first."""
-        out = []
-        above = self.stack[-1][2] if self.stack else _EMPTY
-        for pc, _, lanes in reversed(self.stack[:-1]):
-            rest = np.setdiff1d(lanes, above, assume_unique=True)
-            if len(rest):
-                out.append((rest, pc))
-            above = np.union1d(above, lanes)
-        return out
-
-    def goto(self, pc: int) -> None:
-        """Continue at pc with the same lanes."""
-        self.stack[-1][0] = pc
-
-    def unfinished(self) -> np.ndarray:
-        """Lanes that have not stopped: the bottom entry holds every live lane."""
-        return self.stack[0][2] if self.stack else _EMPTY
-
-    def branch(self, pc: int, target: int, jumps: np.ndarray, rpc: int) -> None:
-        """On divergence wait at the ipdom and push target side, then fall-through side."""
-        top = self.stack[-1]
-        lanes = top[2]
-        if jumps.all():
-            top[0] = target
-        elif not jumps.any():
-            top[0] = pc + 1
-        else:
-            top[0] = rpc
-            # An entry starting at its reconvergence point has nothing to run: its lanes
-            # just wait in the entry below.
-            for start, side in ((target, jumps), (pc + 1, ~jumps)):
-                if start != rpc:
-                    self.stack.append([start, rpc, _frozen(lanes[side])])
-            depth = len(self.stack)
-            if depth > self.counters.max_stack_depth:
-                self.counters.max_stack_depth = depth
-
-    def sync(self, pc: int) -> None:
-        """Reconvergence is automatic: `sync` does nothing."""
-        self.stack[-1][0] = pc + 1
-
-    def stop(self) -> None:
-        """Retire the active lanes from every entry; drop entries left without lanes."""
-        gone = self.stack[-1][2]
-        for entry in self.stack:
-            entry[2] = _frozen(np.setdiff1d(entry[2], gone, assume_unique=True))
-        self.stack = [entry for entry in self.stack if len(entry[2])]
-
-
-class _GroupControl:
-    """Groups of lanes, each at its own pc: entries [pc, lanes, parked at a barrier]. The
-    frontier policy runs the group with the lowest pc and merges groups that meet; the
-    mimd policy keeps one group per thread and takes them in turn, one instruction each."""
-
-    def __init__(self, lanes: np.ndarray, counters: Counters, mimd: bool) -> None:
-        self.counters = counters
-        self.mimd = mimd
-        if mimd:
-            self.groups = [[0, _frozen(lanes[k:k + 1].copy()), False] for k in range(len(lanes))]
-        else:
-            self.groups = [[0, lanes, False]]
-        self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
-        self.cursor = 0
-
-    def _pick(self) -> int | None:
-        """The group to run next (not parked), or None."""
-        runnable = [k for k, g in enumerate(self.groups) if not g[2]]
-        if not runnable:
-            return None
-        if self.mimd:
-            after = [k for k in runnable if k >= self.cursor]
-            return after[0] if after else runnable[0]
-        return min(runnable, key=lambda k: self.groups[k][0])
-
-    def current(self) -> tuple[int, np.ndarray] | None:
-        """The pc and lanes of the group that runs next; None when none can run."""
-        k = self._pick()
-        if k is None:
-            return None
-        self.cursor = k
-        group = self.groups[k]
-        return group[0], group[1]
-
-    def _moved(self) -> None:
-        """After the current group moved: frontier merges the groups that meet at one pc;
-        mimd takes the next thread."""
-        if self.mimd:
-            group = self.groups[self.cursor]
-            if len(group[1]) > 1:  # released from a barrier: the threads go on alone
-                lanes = group[1]
-                self.groups[self.cursor:self.cursor + 1] = [
-                    [group[0], _frozen(lanes[k:k + 1].copy()), False] for k in range(len(lanes))]
-            self.cursor += 1
-            return
-        first: dict[int, list] = {}
-        keep = []
-        for group in self.groups:
-            other = first.get(group[0]) if not group[2] else None
-            if other is None:
-                if not group[2]:
-                    first[group[0]] = group
-                keep.append(group)
-            else:
-                other[1] = _frozen(np.union1d(other[1], group[1]))
-                self.counters.reconvergences += 1
-        self.groups = keep
-
-    def goto(self, pc: int) -> None:
-        """Continue the current group at pc."""
-        self.groups[self.cursor][0] = pc
-        self._moved()
-
-    def unfinished(self) -> np.ndarray:
-        """Every lane that has not stopped."""
-        if not self.groups:
-            return _EMPTY
-        return _frozen(np.sort(np.concatenate([g[1] for g in self.groups])))
-
-    def branch(self, pc: int, target: int, jumps: np.ndarray, rpc: int) -> None:
-        """Split the current group into the lanes that jump and those that fall through."""
-        group = self.groups[self.cursor]
-        if jumps.all() or not jumps.any():
-            self.goto(target if jumps.all() else pc + 1)
-            return
-        lanes = group[1]
-        group[0], group[1] = pc + 1, _frozen(lanes[~jumps])
-        self.groups.insert(self.cursor + 1, [target, _frozen(lanes[jumps]), False])
-        self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
-        self._moved()
-
-    def sync(self, pc: int) -> None:
-        """Reconvergence is implicit: `sync` does nothing."""
-        self.goto(pc + 1)
-
-    def stop(self) -> None:
-        """The current group's lanes stop."""
-        del self.groups[self.cursor]
-        if not self.mimd:
-            self.cursor = 0
-
-    def arrive(self, pc: int) -> bool:
-        """Park the current group at a barrier; True once every group waits there (then
-        they are one group, at pc)."""
-        self.groups[self.cursor][2] = True
-        if not all(g[2] for g in self.groups):
-            if self.mimd:
-                self.cursor += 1
-            return False
-        pcs = {g[0] for g in self.groups}
-        if len(pcs) > 1:
-            raise _Fault("lanes of the warp wait at different barriers", self.unfinished())
-        if len(self.groups) > 1:
-            self.counters.reconvergences += 1
-        self.groups = [[pc, self.unfinished(), False]]
-        self.cursor = 0
-        return True
-
-    def parked(self) -> int | None:
-        """When every group left waits at a barrier (the others stopped): make them one
-        group and return the barrier's pc; else None."""
-        if not self.groups or not all(g[2] for g in self.groups):
-            return None
-        pc = self.groups[0][0]
-        self.cursor = 0
-        return pc if self.arrive(pc) else None
-
-    def state(self) -> bytes:
-        """The control state as bytes (for cycle detection)."""
-        return b";".join(str((g[0], g[2])).encode() + g[1].tobytes() for g in self.groups) \
-            + str(self.cursor if self.mimd else 0).encode()
-
-    def waiting(self) -> list[tuple[np.ndarray, int]]:
-        """Frontier: the groups that do not run, lowest pc first; mimd: none."""
-        if self.mimd:
-            return []
-        others = sorted((g for k, g in enumerate(self.groups) if k != self.cursor),
-                        key=lambda g: g[0])
-        return [(g[1], g[0]) for g in others]
-
-
-# ---------------------------------------------------------------------------------------
-# The machine
-# ---------------------------------------------------------------------------------------
+_CODES = {ir.ASSIGN: EXEC, ir.LOAD: EXEC, ir.STORE: EXEC, ir.ATOMIC: EXEC,
+          ir.BRANCH: BRANCH, ir.JUMP: JUMP, ir.SYNC: SYNC, ir.STOP: STOP,
+          ir.BARRIER: BARRIER}
 
 
 @dataclass
@@ -509,9 +194,13 @@ class _Op:
     index: int
     block: str
     label: str | None
-    getters: list[Callable[[np.ndarray], np.ndarray]]
+    getters: list[Callable]
+    code: int = FAIL
+    fn: Callable | None = None
     target: int = -1
     rpc: int = -1
+    collective: bool = False
+    message: str = ""
 
 
 class _Machine:
@@ -530,8 +219,6 @@ class _Machine:
                              f"{need // 2**20} MiB of registers (at most "
                              f"{MAX_LAUNCH_BYTES // 2**20} MiB): use fewer threads")
         self.config = config
-        self.observer = observer
-        self.tracing = trace
         self.trace: list[TraceStep] = []
         self.threads = config.threads
         width = config.warp_width
@@ -540,28 +227,22 @@ class _Machine:
         self.specials = {"tid": tids, "laneid": tids % width, "warpid": tids // width,
                          "ntid": np.full(self.threads, self.threads, dtype=np.int64)}
         self.regs = self._registers(names)
-        self.shared = {int(k): int(wrap(v)) for k, v in config.shared.items()}
+        self.shared = {int(k): _wrapped(v) for k, v in config.shared.items()}
         self.local: list[dict[int, int]] = [{} for _ in range(self.threads)]
         self.counters = Counters(warp_width=width)
+        self.policy = policy = _machine_policy(kernel, config.reconvergence)
         self.ops = self._prepare()
         self.end = len(self.ops)
-        warps = (self.threads + width - 1) // width
-        self.controls = [self._control_for(_frozen(tids[w * width:(w + 1) * width].copy()))
-                         for w in range(warps)]
-        self.cycles = CycleDetector()
+        self.warps = [Warp(w, control_for(policy, tids[w * width:(w + 1) * width].copy(),
+                                          self.counters))
+                      for w in range(warps)]
         # mimd issues one thread's instruction per step: its budget is width times larger
-        self.budget = config.max_steps * (width if config.reconvergence == "mimd" else 1)
-        self.backward = 0  # backward transfers since DETECT_AFTER steps
-        self.waiting: list[int | None] = [None] * warps  # pc of the barrier a warp waits at
-
-    def _control_for(self, lanes: np.ndarray):
-        """The control object of one warp under the configured policy."""
-        policy = self.config.reconvergence
-        if policy == "sync":
-            return _SyncControl(lanes, self.counters)
-        if policy in ("frontier", "mimd"):
-            return _GroupControl(lanes, self.counters, mimd=policy == "mimd")
-        return _PdomControl(lanes, self.counters)
+        mimd = policy == "mimd"
+        self.engine = Engine(self, kernel.name, self.counters,
+                             config.max_steps * (width if mimd else 1),
+                             "thread steps (mimd)" if mimd else "warp steps",
+                             observer, trace, sticky=True, quantum=DETECT_QUANTUM,
+                             per_backward=True)
 
     def _register_names(self) -> list[str]:
         """Every variable of the kernel, parameters first, each once."""
@@ -579,27 +260,31 @@ class _Machine:
             regs[name][:] = wrap(int(self.config.params.get(name, 0)))
         return regs
 
-    def _getter(self, operand: ir.Operand) -> Callable[[np.ndarray], np.ndarray]:
-        """A function from active lanes to the operand's values (arrays are updated in place)."""
+    def _getter(self, operand: ir.Operand) -> Callable:
+        """A function from a lane selector to the operand's values (arrays are updated in
+        place; a constant is one scalar for all lanes)."""
         if isinstance(operand, ir.Const):
             value = np.int64(wrap(operand.value))
-            return lambda lanes: value
+            return lambda sel: value
         if isinstance(operand, ir.Special):
             if operand.name not in self.specials:
                 raise ValueError(f"unknown special register '{operand.name}'")
             values = self.specials[operand.name]
         else:
             values = self.regs[operand.name]
-        return lambda lanes: values[lanes]
+        return values.__getitem__
 
     def _prepare(self) -> list[_Op]:
-        """Resolve operands, branch targets and (ipdom mode) reconvergence points."""
+        """Resolve operands, branch targets and reconvergence points; compile each
+        instruction to a function of the lanes."""
         start: dict[str, int] = {}
         count = 0
         for block in self.kernel.blocks:
             start[block.label] = count  # an empty block starts where the next one does
             count += len(block.instructions)
-        ipdom = self._ipdom_pcs(start, count) if self.config.reconvergence == "ipdom" else {}
+        policy = self.policy
+        rpcs = reconvergence_pcs(self.kernel, start, count, policy == "marked") \
+            if policy in ("ipdom", "marked") else {}
         ops: list[_Op] = []
         user_label: str | None = None
         for block in self.kernel.blocks:
@@ -610,19 +295,29 @@ class _Machine:
                          [self._getter(a) for a in instr.args])
                 if instr.target is not None:
                     op.target = start[instr.target]
-                op.rpc = ipdom.get(block.label, -1)
+                op.rpc = rpcs.get(block.label, -1)
+                self._compile(op)
                 ops.append(op)
         return ops
 
-    def _ipdom_pcs(self, start: dict[str, int], end: int) -> dict[str, int]:
-        """First pc of each block's immediate post-dominator (the end pc for the exit)."""
-        points = cfg_module.reconvergence_points(cfg_module.build_cfg(self.kernel))
-        return {label: end if post == cfg_module.EXIT else start[post]
-                for label, post in points.items()}
+    def _compile(self, op: _Op) -> None:
+        """The control code of an instruction and, for EXEC, its function."""
+        instr = op.instr
+        op.code = _CODES.get(instr.kind, FAIL)
+        if op.code == FAIL:
+            op.message = f"unsupported instruction kind '{instr.kind}'"
+        elif instr.kind == ir.ASSIGN:
+            op.fn = self._assign(op)
+        elif instr.kind == ir.LOAD:
+            op.fn = self._load
+        elif instr.kind == ir.STORE:
+            op.fn = self._store
+        elif instr.kind == ir.ATOMIC:
+            op.fn = self._atomic
 
     # -- errors ---------------------------------------------------------------------------
 
-    def _error(self, pc: int, lanes, message: str) -> ExecutionError:
+    def error(self, pc: int, lanes, warp: int, message: str) -> ExecutionError:
         """An ExecutionError located at pc (the last instruction when pc is the end)."""
         if not self.ops:
             return ExecutionError(self.kernel.name, self.kernel.loc.line, None,
@@ -631,27 +326,14 @@ class _Machine:
         return ExecutionError(self.kernel.name, op.instr.loc.line, op.label,
                               [int(t) for t in lanes], message)
 
-    # -- scheduling -----------------------------------------------------------------------
+    def _error(self, pc: int, lanes, message: str) -> ExecutionError:
+        return self.error(pc, lanes, 0, message)
+
+    # -- the engine's hooks ---------------------------------------------------------------
 
     def run(self) -> RunResult:
         """Run all warps round-robin, releasing barriers, until every warp has stopped."""
-        while True:
-            for w in range(len(self.controls)):
-                if self.waiting[w] is None and self.controls[w].current() is not None:
-                    self._run_warp(w)
-            live = [w for w in range(len(self.controls)) if self.controls[w].current()]
-            if not live:
-                break
-            # Every live warp now waits at a barrier.
-            if len(live) < len(self.controls):
-                w = live[0]
-                gone = [v for v in range(len(self.controls)) if v not in live]
-                raise self._error(self.waiting[w], self.controls[w].unfinished(),
-                                  f"barrier not reached by all warps (warp(s) "
-                                  f"{', '.join(map(str, gone))} finished without it)")
-            for w in live:
-                self.controls[w].goto(self.waiting[w] + 1)
-                self.waiting[w] = None
+        self.engine.run_block(self.warps)
         return RunResult(
             shared=dict(self.shared),
             local=self.local,
@@ -659,88 +341,32 @@ class _Machine:
             counters=self.counters,
             trace=self.trace)
 
-    def _run_warp(self, w: int) -> None:
-        """Run warp w until it stops or waits at a barrier."""
-        control = self.controls[w]
-        ops = self.ops
-        self._run_lanes(w, control, ops)
-        parked = getattr(control, "parked", None)
-        if parked is not None:  # frontier/mimd: the groups left all wait at a barrier
-            pc = None
+    def execute(self, op: _Op, top: list, warp: int) -> None:
+        """Run an assignment, load, store or atomic in the lanes of `top`."""
+        op.fn(op, top[2], top[1])
 
-            def gather():
-                nonlocal pc
-                pc = parked()
-            self._control(self.end, gather)
-            if pc is not None:
-                self.waiting[w] = pc
+    def jumps(self, op: _Op, top: list, warp: int) -> np.ndarray:
+        """bz/bnz: which lanes jump."""
+        lanes = top[1]
+        cond = _per_lane(op.getters[0](top[2]), len(lanes))
+        if op.instr.operator == "bz":
+            return cond == 0
+        if op.instr.operator == "bnz":
+            return cond != 0
+        raise self._error(op.index, lanes, f"unknown branch '{op.instr.operator}'")
 
-    def _run_lanes(self, w: int, control, ops: list[_Op]) -> None:
-        """Run the lanes of warp w until none can go on."""
-        while (state := control.current()) is not None:
-            pc, active = state
-            if pc >= self.end:  # falling off the end acts like `stop`
-                self._control(pc, control.stop)
-                continue
-            op = ops[pc]
-            self._account(w, op, active)
-            kind = op.instr.kind
-            if kind == ir.BARRIER:
-                arrived = False
+    def barrier_held(self, op: _Op, top: list) -> None:
+        """μ-SIMD barriers are never guarded."""
+        return None
 
-                def arrive(pc=pc):
-                    nonlocal arrived
-                    arrived = control.arrive(pc)
-                self._control(pc, arrive)
-                if arrived:
-                    self.waiting[w] = pc
-                    return
-                continue
-            handler = self._handlers.get(kind)
-            if handler is None:
-                raise self._error(pc, active, f"unsupported instruction kind '{kind}'")
-            handler(self, op, control, active)
-            if (kind in (ir.BRANCH, ir.JUMP) and op.target <= pc
-                    and self.counters.warp_instructions > DETECT_AFTER):
-                self._detect(w, op, active)
+    def record(self, step: int, op: _Op, warp: int, lanes: np.ndarray) -> None:
+        """One row of the trace."""
+        self.trace.append(TraceStep(step, warp, op.instr.loc.line, op.block, op.instr.text,
+                                    lanes.tolist()))
 
-    def _detect(self, w: int, op: _Op, active: np.ndarray) -> None:
-        """At a backward transfer of a long run: stop if the machine's state repeats
-        (sampled every 8th time; a warp runs alone until a barrier or its end)."""
-        self.backward += 1
-        if self.backward % 8:
-            return
-        parts = [str(w).encode(), str(self.waiting).encode()]
-        parts += [c.state() for c in self.controls]
-        parts += [v.tobytes() for v in self.regs.values()]
-        parts.append(str(sorted(self.shared.items())).encode())
-        parts.append(str([sorted(m.items()) for m in self.local]).encode())
-        if not self.cycles.seen(fingerprint(parts)):
-            return
-        control = self.controls[w]
-        waiting = [(lanes, pc) for lanes, pc in control.waiting() if len(lanes)]
-        lines = [self.ops[min(pc, self.end - 1)].instr.loc.line for _, pc in waiting]
-        others = np.unique(np.concatenate([lanes for lanes, _ in waiting])) if waiting \
-            else _EMPTY
-        target = self.ops[op.target].instr.loc.line
-        message = deadlock_message(self.kernel.name, op.instr.loc.line, active.tolist(),
-                                   target, others.tolist() or None, lines[0] if lines else None)
-        raise DeadlockError(self.kernel.name, op.instr.loc.line, op.label,
-                            active.tolist(), message)
-
-    def _account(self, w: int, op: _Op, active: np.ndarray) -> None:
-        """Enforce the step budget, count, trace and notify the observer."""
-        counters = self.counters
-        if counters.warp_instructions >= self.budget:
-            what = "thread steps (mimd)" if self.config.reconvergence == "mimd" else "warp steps"
-            raise self._error(op.index, active, f"did not finish within {self.budget} {what}")
-        counters.warp_instructions += 1
-        counters.lane_instructions += len(active)
-        if self.tracing:
-            self.trace.append(TraceStep(counters.warp_instructions, w, op.instr.loc.line,
-                                        op.block, op.instr.text, active.tolist()))
-        if self.observer is not None:
-            self.observer.before(w, op.instr.id, active, lambda name: self._read(name, active))
+    def reader(self, lanes: np.ndarray) -> Callable[[str], np.ndarray]:
+        """Values of a variable or special register in the lanes."""
+        return lambda name: self._read(name, lanes)
 
     def _read(self, name: str, active: np.ndarray) -> np.ndarray:
         """Values of a variable or special register in the active lanes."""
@@ -750,120 +376,133 @@ class _Machine:
             return self.specials[name][active]
         return np.zeros(len(active), dtype=np.int64)
 
-    def _control(self, pc: int, action: Callable[[], None]) -> None:
-        """Run a control-stack action, turning its faults into located errors."""
-        try:
-            action()
-        except _Fault as fault:
-            raise self._error(pc, fault.lanes, fault.message) from None
+    def release(self, warps: list[Warp]) -> None:
+        """Nothing to compute when a barrier releases."""
+
+    def state(self) -> list[bytes]:
+        """Registers and memories as bytes."""
+        # Memories in insertion order: cells are never removed, so in a cycle (no new
+        # cells) equal states print alike.
+        parts = [v.tobytes() for v in self.regs.values()]
+        parts.append(repr(self.shared).encode())
+        parts.append(repr(self.local).encode())
+        return parts
+
+    def deadlock(self, warp: int, line: int, lanes: np.ndarray, message: str) -> DeadlockError:
+        """The error for a run that repeats forever."""
+        op = next((o for o in self.ops if o.instr.loc.line == line), None)
+        return DeadlockError(self.kernel.name, line, op.label if op else None,
+                             lanes.tolist(), message)
+
+    def lane_ids(self, lanes: np.ndarray) -> list[int]:
+        """μ-SIMD messages name thread ids."""
+        return [int(t) for t in lanes]
 
     # -- instructions ---------------------------------------------------------------------
 
-    def _assign(self, op: _Op, control, active: np.ndarray) -> None:
+    def _assign(self, op: _Op) -> Callable:
         """Copy, unary or binary operation in every active lane."""
         instr = op.instr
-        values = [get(active) for get in op.getters]
-        table = _BINARY if len(values) == 2 else _UNARY
+        table = _BINARY if len(op.getters) == 2 else _UNARY
         entry = table.get(instr.operator or "copy")
         if entry is None:
-            raise self._error(op.index, active, f"unknown operator '{instr.operator}'")
+            message = f"unknown operator '{instr.operator}'"
+
+            def unknown(op, sel, lanes):
+                raise self._error(op.index, lanes, message)
+            return unknown
         func, wraps = entry
+        dest = self.regs[instr.dest]
+        if len(op.getters) == 1:
+            (g0,) = op.getters
+            if wraps:
+                def unary(op, sel, lanes):
+                    dest[sel] = wrap(func(g0(sel)))
+            else:
+                def unary(op, sel, lanes):
+                    dest[sel] = func(g0(sel))
+            return unary
+        g0, g1 = op.getters
         if instr.operator in ("/", "%"):
-            zero = np.broadcast_to(values[1] == 0, active.shape)
-            if zero.any():
-                raise self._error(op.index, active[zero], "division by zero")
-        result = func(*values)
-        self.regs[instr.dest][active] = wrap(result) if wraps else result
-        control.goto(op.index + 1)
+            def divide(op, sel, lanes):
+                divisor = g1(sel)
+                zero = _per_lane(divisor == 0, len(lanes))
+                if zero.any():
+                    raise self._error(op.index, lanes[zero], "division by zero")
+                dest[sel] = wrap(func(g0(sel), divisor))
+            return divide
+        if wraps:
+            def binary(op, sel, lanes):
+                dest[sel] = wrap(func(g0(sel), g1(sel)))
+        else:
+            def binary(op, sel, lanes):
+                dest[sel] = func(g0(sel), g1(sel))
+        return binary
 
-    def _addresses(self, op: _Op, active: np.ndarray) -> list[int]:
+    def _addresses(self, op: _Op, sel, lanes: np.ndarray) -> list[int]:
         """The address operand of a memory instruction, one int per active lane."""
-        return np.broadcast_to(op.getters[0](active), active.shape).tolist()
+        return _per_lane(op.getters[0](sel), len(lanes)).tolist()
 
-    def _memory(self, op: _Op, active: np.ndarray, tid: int) -> dict[int, int]:
+    def _memory(self, op: _Op, lanes: np.ndarray, tid: int) -> dict[int, int]:
         """The memory a lane addresses: the block's shared memory or its own local one."""
         space = op.instr.space
         if space == "shared":
             return self.shared
         if space == "local":
             return self.local[tid]
-        raise self._error(op.index, active, f"unknown memory space '{space}'")
+        raise self._error(op.index, lanes, f"unknown memory space '{space}'")
 
-    def _load(self, op: _Op, control, active: np.ndarray) -> None:
+    def _load(self, op: _Op, sel, lanes: np.ndarray) -> None:
         """v = space[a] in every active lane (unwritten cells read 0)."""
-        addresses = self._addresses(op, active)
-        values = [self._memory(op, active, t).get(a, 0)
-                  for t, a in zip(active.tolist(), addresses, strict=True)]
-        self.regs[op.instr.dest][active] = values
-        control.goto(op.index + 1)
+        addresses = self._addresses(op, sel, lanes)
+        if op.instr.space == "shared":
+            get = self.shared.get
+            values = [get(a, 0) for a in addresses]
+        else:
+            values = [self._memory(op, lanes, t).get(a, 0)
+                      for t, a in zip(lanes.tolist(), addresses, strict=True)]
+        self.regs[op.instr.dest][sel] = values
 
-    def _store(self, op: _Op, control, active: np.ndarray) -> None:
+    def _store(self, op: _Op, sel, lanes: np.ndarray) -> None:
         """space[a] = v, lanes in ascending tid order (so the highest tid wins a race)."""
-        addresses = self._addresses(op, active)
-        values = np.broadcast_to(op.getters[1](active), active.shape).tolist()
-        for t, a, v in zip(active.tolist(), addresses, values, strict=True):
-            self._memory(op, active, t)[a] = v
-        control.goto(op.index + 1)
+        addresses = self._addresses(op, sel, lanes)
+        values = _per_lane(op.getters[1](sel), len(lanes)).tolist()
+        if op.instr.space == "shared":
+            self.shared.update(zip(addresses, values, strict=True))
+            return
+        for t, a, v in zip(lanes.tolist(), addresses, values, strict=True):
+            self._memory(op, lanes, t)[a] = v
 
-    def _atomic(self, op: _Op, control, active: np.ndarray) -> None:
+    def _atomic(self, op: _Op, sel, lanes: np.ndarray) -> None:
         """atominc/atomadd: lanes one at a time in tid order; each gets the new value."""
         instr = op.instr
         if instr.operator == "inc":
-            amounts = [1] * len(active)
+            amounts = [1] * len(lanes)
         elif instr.operator == "add":
-            amounts = np.broadcast_to(op.getters[1](active), active.shape).tolist()
+            amounts = _per_lane(op.getters[1](sel), len(lanes)).tolist()
         else:
-            raise self._error(op.index, active, f"unknown atomic operation '{instr.operator}'")
-        addresses = self._addresses(op, active)
+            raise self._error(op.index, lanes, f"unknown atomic operation '{instr.operator}'")
+        addresses = self._addresses(op, sel, lanes)
         results = []
-        for t, a, amount in zip(active.tolist(), addresses, amounts, strict=True):
-            memory = self._memory(op, active, t)
+        for t, a, amount in zip(lanes.tolist(), addresses, amounts, strict=True):
+            memory = self._memory(op, lanes, t)
             memory[a] = wrap(memory.get(a, 0) + amount)
             results.append(memory[a])
-        self.regs[instr.dest][active] = results
-        control.goto(op.index + 1)
+        self.regs[instr.dest][sel] = results
 
-    def _branch(self, op: _Op, control, active: np.ndarray) -> None:
-        """bz/bnz: split the active lanes into jumping and falling-through groups."""
-        cond = np.broadcast_to(op.getters[0](active), active.shape)
-        if op.instr.operator == "bz":
-            jumps = cond == 0
-        elif op.instr.operator == "bnz":
-            jumps = cond != 0
-        else:
-            raise self._error(op.index, active, f"unknown branch '{op.instr.operator}'")
-        if self.observer is not None:
-            self.observer.branch(self._warp_of(active), op.instr.id, active, jumps)
-        if 0 < int(jumps.sum()) < len(active):
-            self.counters.divergent_branches += 1
-        control.branch(op.index, op.target, jumps, op.rpc)
 
-    def _warp_of(self, active: np.ndarray) -> int:
-        """The warp that owns these (non-empty) lanes."""
-        return int(active[0]) // self.width
 
-    def _jump(self, op: _Op, control, active: np.ndarray) -> None:
-        """Unconditional jump."""
-        control.goto(op.target)
+def _per_lane(values, n: int) -> np.ndarray:
+    """Values of an operand as one array entry per lane (a constant is one scalar)."""
+    if type(values) is np.ndarray:
+        return values
+    return np.full(n, values)
 
-    def _sync(self, op: _Op, control, active: np.ndarray) -> None:
-        """Reconvergence point (a no-op in ipdom mode)."""
-        self._control(op.index, lambda: control.sync(op.index))
 
-    def _stop(self, op: _Op, control, active: np.ndarray) -> None:
-        """Halt the active lanes."""
-        self._control(op.index, control.stop)
-
-    _handlers = {
-        ir.ASSIGN: _assign,
-        ir.LOAD: _load,
-        ir.STORE: _store,
-        ir.ATOMIC: _atomic,
-        ir.BRANCH: _branch,
-        ir.JUMP: _jump,
-        ir.SYNC: _sync,
-        ir.STOP: _stop,
-    }
+def _wrapped(value: int) -> int:
+    """An integer wrapped to 32 bits (most already are)."""
+    value = int(value)
+    return value if -2**31 <= value < 2**31 else int(wrap(value))
 
 
 def _check_config(config: LaunchConfig) -> None:
@@ -879,12 +518,26 @@ def _check_config(config: LaunchConfig) -> None:
 
 
 def reconvergence_for(kernel: ir.Kernel) -> str:
-    """The scheme a kernel is written for: "sync" if it has `sync` instructions, else "ipdom".
+    """The scheme a kernel is written for: "sync" if it has `sync` instructions or
+    branches with explicit reconvergence points, else "ipdom".
 
     A kernel without any `sync` cannot run under the seed's semantics once it branches
     (every branch pushes a node that only `sync` pops), so it is meant for ipdom mode.
     """
-    return "sync" if any(i.kind == ir.SYNC for i in kernel.instructions()) else "ipdom"
+    return "sync" if _has_sync(kernel) or has_marks(kernel) else "ipdom"
+
+
+def _has_sync(kernel: ir.Kernel) -> bool:
+    """Whether the kernel has μ-SIMD `sync` instructions."""
+    return any(i.kind == ir.SYNC for i in kernel.instructions())
+
+
+def _machine_policy(kernel: ir.Kernel, policy: str) -> str:
+    """The control a policy means for this kernel: "sync" without `sync` instructions
+    but with marked branches is the PDOM stack at the marked points ("marked")."""
+    if policy == "sync" and not _has_sync(kernel) and has_marks(kernel):
+        return "marked"
+    return policy
 
 
 def run_kernel(kernel: ir.Kernel, config: LaunchConfig, observer: Observer | None = None,

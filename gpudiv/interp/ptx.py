@@ -11,7 +11,7 @@ The machine (DESIGN.md, "Semantics choices for PTX"):
 
 - a grid of blocks runs one block after another (x fastest); each block is split into
   warps of 32 threads by linear thread id (x fastest, then y, then z);
-- warps of a block run round-robin, each for up to `QUANTUM` steps, until it reaches
+- warps of a block run round-robin, each for up to `engine.QUANTUM` steps, until it reaches
   `bar.sync`, finishes or fails; a barrier releases when every warp of the block waits
   at one, and a warp that finished without it is an error;
 - lanes of a warp run in lock-step; a divergent branch pushes both sides on a PDOM stack
@@ -48,13 +48,26 @@ from typing import ClassVar
 
 import numpy as np
 
-from gpudiv import cfg as cfg_module
 from gpudiv import ir
 from gpudiv.frontend.ptx import _float_bits
 from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
 from gpudiv.frontend.ptx_types import guess_type as _guess_type
 from gpudiv.interp import ptx_texture
-from gpudiv.interp.musimd import Observer
+from gpudiv.interp.engine import (
+    BARRIER,
+    BRANCH,
+    EXEC,
+    FAIL,
+    JUMP,
+    NOP,
+    STOP,
+    Engine,
+    Observer,
+    Warp,
+    has_marks,
+    reconvergence_pcs,
+)
+from gpudiv.interp.policies import control_for
 from gpudiv.interp.ptx_ops import (
     OpSpec,
     Unsupported,
@@ -68,20 +81,15 @@ from gpudiv.interp.ptx_ops import (
     unsigned,
 )
 from gpudiv.interp.simt import (
-    DETECT_AFTER,
     RECONVERGENCE_MODES,
     Counters,
-    CycleDetector,
     DeadlockError,
     ExecutionError,
-    deadlock_message,
-    fingerprint,
     format_lanes,
     never_released,
 )
 
 WARP_SIZE = 32
-QUANTUM = 1000
 GLOBAL_BASE = 0x1000_0000
 SHARED_WINDOW = 0x0100_0000
 LOCAL_WINDOW = 0x0200_0000
@@ -160,9 +168,10 @@ class PtxLaunch:
     # Arrays bound to texture and surface references by name (`.global .texref t`);
     # texture and surface objects are arguments: `ptx_texture.Texture(array)`.
     textures: dict[str, np.ndarray | ptx_texture.Texture] = field(default_factory=dict)
-    # The reconvergence policy (gpudiv.interp.simt): ipdom (auto; PTX carries no explicit
-    # reconvergence points, so sync means ipdom too), frontier or mimd.
-    reconvergence: str = "ipdom"
+    # The reconvergence policy (gpudiv.interp.simt): auto (ipdom, and the explicit
+    # reconvergence points of marked branches: `machine_policy`), ipdom, sync, frontier
+    # or mimd.
+    reconvergence: str = "auto"
     # The register that "tid" stands for in affine claims (gpudiv.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
@@ -231,6 +240,16 @@ def run_ptx_kernel(kernel: ir.Kernel, launch: PtxLaunch, observer: Observer | No
         raise PtxExecutionError(kernel.name, kernel.loc.line, None, [],
                                 f"internal error of the PTX interpreter: "
                                 f"{type(error).__name__}: {error}") from error
+
+
+def machine_policy(kernel: ir.Kernel, policy: str) -> str:
+    """The control a launch's policy means for a kernel: `auto` and `sync` reconverge at
+    the explicit reconvergence points of marked branches ("marked", the PDOM stack with
+    those points; `engine.RECONVERGE_ATTR`) and at immediate post-dominators elsewhere;
+    `auto` without marks is `ipdom`."""
+    if policy in ("auto", "sync"):
+        return "marked" if policy == "sync" or has_marks(kernel) else "ipdom"
+    return policy
 
 
 def _confirm_deadlock(kernel: ir.Kernel, launch: PtxLaunch, error: DeadlockError) -> None:
@@ -748,7 +767,6 @@ def _writer(store: np.ndarray, result: str, sign_extend: bool | None = None) -> 
 # Prepared instructions
 # ---------------------------------------------------------------------------------------
 
-EXEC, BRANCH, JUMP, STOP, BARRIER, FAIL, NOP = range(7)
 
 
 @dataclass
@@ -787,9 +805,7 @@ class _Machine:
                                             for t in self.types.values())
         self.memory = _Memory(kernel, launch, self.threads, register_bytes)
         self.counters = Counters(warp_width=WARP_SIZE)
-        self.policy = {"auto": "ipdom", "sync": "ipdom"}.get(launch.reconvergence,
-                                                            launch.reconvergence)
-        self.steps = 0
+        self.policy = machine_policy(kernel, launch.reconvergence)
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
         self.regs: dict[str, np.ndarray] = {}
@@ -801,6 +817,11 @@ class _Machine:
         self._renames: dict[str, str] = {}
         self.ops = self._prepare()
         self.end = len(self.ops)
+        mimd = self.policy == "mimd"
+        self.engine = Engine(self, kernel.name, self.counters,
+                             launch.max_steps * (WARP_SIZE if mimd else 1),
+                             "thread steps (mimd)" if mimd else "warp steps",
+                             observer, trace is not None)
 
     # -- special registers -------------------------------------------------------------
     def _specials(self) -> dict[str, np.ndarray]:
@@ -898,7 +919,7 @@ class _Machine:
         for block in self.kernel.blocks:
             start[block.label] = count
             count += len(block.instructions)
-        ipdom = self._ipdom_pcs(start, count)
+        ipdom = reconvergence_pcs(self.kernel, start, count, self.policy == "marked")
         renames, copies = self._hazards(self.kernel.instructions())
         ops: list[_Op] = []
         label: str | None = None
@@ -954,12 +975,6 @@ class _Machine:
             if instr.dest:
                 written.add(instr.dest)
         return renames, copies
-
-    def _ipdom_pcs(self, start: dict[str, int], end: int) -> dict[str, int]:
-        """First pc of each block's immediate post-dominator (the end pc for the exit)."""
-        points = cfg_module.reconvergence_points(cfg_module.build_cfg(self.kernel))
-        return {label: end if post == cfg_module.EXIT else start[post]
-                for label, post in points.items()}
 
     def _compile(self, op: _Op, instr: ir.Instruction) -> None:
         kind_ = instr.kind
@@ -1620,7 +1635,7 @@ class _Machine:
                 write(sel, np.where(valid[j], source[j], np.uint32(0)))
         return shfl
 
-    # -- running -------------------------------------------------------------------------
+    # -- running (the PTX semantics of the shared engine, `gpudiv.interp.engine`) ------
     def run(self) -> PtxRunResult:
         gx, gy, gz = self.launch.grid
         for z in range(gz):
@@ -1637,447 +1652,98 @@ class _Machine:
         return PtxRunResult(buffers, self.counters, gx * gy * gz, self.steps,
                             self.memory.global_variables())
 
+    @property
+    def steps(self) -> int:
+        """Warp steps so far (over all blocks)."""
+        return self.counters.warp_instructions
+
     def _run_block(self, index: tuple[int, int, int]) -> None:
+        """Run one block: its warps on the engine under the launch's policy."""
         self._set_block(index)
         tids = np.arange(self.threads, dtype=np.int64)
-        warps = []
-        groups = self.policy in ("frontier", "mimd")
-        for w in range(0, self.threads, WARP_SIZE):
-            lanes = tids[w:w + WARP_SIZE].copy()
-            if self.policy == "mimd":
-                entries = [[0, -1, lanes[k:k + 1], _selector(lanes[k:k + 1]), False]
-                           for k in range(len(lanes))]
-            else:
-                entries = [[0, -1, lanes, _selector(lanes), False]]
-            warps.append(_Warp(w // WARP_SIZE, entries))
-            self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(entries))
-        run = self._run_groups if groups else self._run_warp
-        cycles = CycleDetector()
-        while True:
-            for warp in warps:
-                if warp.stack and warp.waiting is None:
-                    run(warp)
-            live = [w for w in warps if w.stack]
-            if not live:
-                return
-            if any(w.waiting is None for w in live):
-                if self.steps > DETECT_AFTER and cycles.seen(self._state(warps)):
-                    raise self._deadlock(warps)
-                continue
-            if len(live) < len(warps):
-                waiting = live[0]
-                gone = ", ".join(str(w.index) for w in warps if not w.stack)
-                raise self._error(waiting.waiting, waiting.stack[0][2], waiting.index,
-                                  f"barrier not reached by all warps (warp(s) {gone} "
-                                  f"finished without it)")
-            self._release(live)
+        warps = [Warp(w // WARP_SIZE, control_for(self.policy, tids[w:w + WARP_SIZE].copy(),
+                                                  self.counters))
+                 for w in range(0, self.threads, WARP_SIZE)]
+        self.engine.run_block(warps)
 
-    def _state(self, warps: list[_Warp]) -> bytes:
-        """A fingerprint of the block's state at a scheduling point (every warp's control
-        entries, registers, memories): the same fingerprint twice means a cycle."""
-        parts = []
-        for warp in warps:
-            parts.append(str(warp.waiting).encode())
-            for entry in warp.stack:
-                parts.append(str((entry[0], entry[1], entry[4])).encode() + entry[2].tobytes())
-        parts += [store.tobytes() for store in self.regs.values()]
+    def execute(self, op: _Op, top: list, warp: int) -> None:
+        """Run an EXEC instruction in the lanes of `top`."""
+        try:
+            op.fn(top[2], top[1], warp)
+        except _Fault as fault:
+            raise self._fault(op.index, top[1], warp, fault) from None
+        except Unsupported as error:
+            raise self._error(op.index, top[1], warp, str(error)) from None
+
+    def jumps(self, op: _Op, top: list, warp: int) -> np.ndarray:
+        """Which lanes of `top` a branch sends to its target."""
+        value = np.broadcast_to(op.cond(top[2]), top[1].shape)
+        if op.case is not None:
+            return value == op.case
+        return value if op.taken_when else ~value
+
+    def barrier_held(self, op: _Op, top: list) -> np.ndarray | None:
+        """The guard of a barrier in the lanes of `top` (None: unguarded)."""
+        if op.cond is None:
+            return None
+        return np.broadcast_to(op.cond(top[2]), top[1].shape)
+
+    def record(self, step: int, op: _Op, warp: int, lanes: np.ndarray) -> None:
+        """One trace row: (block, warp, PTX line, text, lane ids)."""
+        if self.trace is not None:
+            self.trace.append((self.block_index, warp, op.instr.loc.line, op.instr.text,
+                               lanes.tolist()))
+
+    def reader(self, lanes: np.ndarray) -> Callable[[str], np.ndarray]:
+        """Register values in the lanes (for observers)."""
+        return self._reading(lanes)
+
+    def error(self, pc: int, lanes, warp: int, message: str) -> PtxExecutionError:
+        """An error located at pc."""
+        return self._error(pc, lanes, warp, message)
+
+    def state(self) -> list[bytes]:
+        """Registers and memories as bytes (for cycle detection)."""
+        parts = [store.tobytes() for store in self.regs.values()]
         memory = self.memory
         parts += [memory.shared.buf.tobytes(), memory.local.buf.tobytes(),
                   memory.glob.buf.tobytes(), str(self.block_reduction).encode()]
         parts += [array.tobytes() for _, array in memory.surfaces]
-        return fingerprint(parts)
+        return parts
 
-    def _deadlock(self, warps: list[_Warp]) -> PtxDeadlockError:
-        """The error for a block whose state repeats: a SIMT deadlock when lanes of a
-        looping warp wait on its stack for others, else an infinite loop."""
-        looping = [w for w in warps if w.stack and w.loop is not None] or \
-            [w for w in warps if w.stack]
-        chosen, waiting = looping[0], None
-        for warp in looping:
-            found = self._waiting_lanes(warp)
-            if found is not None:
-                chosen, waiting = warp, found
-                break
-        top = self._running(chosen)
-        branch, target = chosen.loop if chosen.loop is not None else (top[0], top[0])
-        line = self._line(branch)
-        lanes = [int(t) % WARP_SIZE for t in top[2]]
-        others = None if waiting is None else [int(t) % WARP_SIZE for t in waiting[0]]
-        message = deadlock_message(self.kernel.name, line, lanes, self._line(target), others,
-                                   None if waiting is None else self._line(waiting[1]))
+    def deadlock(self, warp: int, line: int, lanes: np.ndarray,
+                 message: str) -> PtxDeadlockError:
+        """The error for a block whose state repeats, naming block and warp."""
         block = ", ".join(map(str, self.block_index))
-        message += f" (block ({block}), warp {chosen.index})"
-        return PtxDeadlockError(self.kernel.name, line, None, [int(t) for t in top[2]], message,
-                                self.block_index, chosen.index)
+        message += f" (block ({block}), warp {warp})"
+        return PtxDeadlockError(self.kernel.name, line, None, [int(t) for t in lanes],
+                                message, self.block_index, warp)
 
-    def _running(self, warp: _Warp) -> list:
-        """The entry a warp runs next: the top of its stack, its lowest-pc group
-        (frontier) or its next thread (mimd)."""
-        if self.policy == "ipdom":
-            return warp.stack[-1]
-        runnable = [g for g in warp.stack if not g[4]] or warp.stack
-        if self.policy == "frontier":
-            return min(runnable, key=lambda g: g[0])
-        return runnable[0]
+    @staticmethod
+    def lane_ids(lanes: np.ndarray) -> list[int]:
+        """PTX messages name lanes of the warp."""
+        return [int(t) % WARP_SIZE for t in lanes]
 
-    def _waiting_lanes(self, warp: _Warp) -> tuple[np.ndarray, int] | None:
-        """Lanes of a warp that wait for the running ones to reconverge, and the pc where
-        they wait: ipdom, lanes of lower stack entries; frontier, the other groups."""
-        if self.policy == "mimd" or len(warp.stack) < 2:
-            return None
-        if self.policy == "frontier":
-            running = self._running(warp)
-            others = [e for e in warp.stack if e is not running]
-            lanes = np.concatenate([e[2] for e in others])
-            return np.sort(lanes), min(e[0] for e in others)
-        above = warp.stack[-1][2]
-        for entry in reversed(warp.stack[:-1]):
-            rest = np.setdiff1d(entry[2], above, assume_unique=True)
-            if len(rest):
-                return rest, entry[0]
-            above = np.union1d(above, entry[2])
-        return None
-
-    def _line(self, pc: int) -> int:
-        """The PTX line of a pc (the kernel's last line for the end)."""
-        if not self.ops:
-            return self.kernel.loc.line
-        return self.ops[min(pc, self.end - 1)].instr.loc.line
-
-    def _release(self, warps: list[_Warp]) -> None:
+    def release(self, warps: list[Warp]) -> None:
         """Every warp of the block waits at a barrier: compute a bar.red's value from the
-        votes of all threads (each warp's lanes at the barrier), then let the warps go on."""
+        votes of all threads (each warp's lanes at the barrier)."""
         after = {w.waiting + 1 for w in warps}
         reductions = {self.ops[pc].reduction for pc in after if pc < self.end} - {None}
-        if reductions:
-            first = warps[0]
-            if len(after) > 1:
-                raise self._error(first.waiting, first.stack[-1][2], first.index,
-                                  "warps of the block wait at different barriers, one of "
-                                  "them a bar.red")
-            ((mode, votes),) = reductions
-            lane_votes = [votes(w.stack[-1][3], w.stack[-1][2]) for w in warps]
-            if mode == "popc":
-                self.block_reduction = np.uint32(sum(int(v.sum()) for v in lane_votes))
-            elif mode == "and":
-                self.block_reduction = np.bool_(all(v.all() for v in lane_votes))
-            else:
-                self.block_reduction = np.bool_(any(v.any() for v in lane_votes))
-        for warp in warps:
-            warp.stack[-1][0] = warp.waiting + 1
-            warp.waiting = None
-
-    def _run_warp(self, warp: _Warp) -> None:
-        stack = warp.stack
-        ops = self.ops
-        end = self.end
-        counters = self.counters
-        observer = self.observer
-        budget = self.launch.max_steps
-        quantum = QUANTUM
-        while stack:
-            entry = stack[-1]
-            pc = entry[0]
-            if pc == entry[1]:
-                stack.pop()
-                counters.reconvergences += 1
-                continue
-            lanes = entry[2]
-            if pc >= end:
-                self._stop(stack, lanes)
-                continue
-            op = ops[pc]
-            if self.steps >= budget:
-                raise self._error(pc, lanes, warp.index,
-                                  f"did not finish within {budget} warp steps")
-            self.steps += 1
-            counters.warp_instructions += 1
-            counters.lane_instructions += len(lanes)
-            if self.trace is not None:
-                self.trace.append((self.block_index, warp.index, op.instr.loc.line,
-                                   op.instr.text, lanes.tolist()))
-            if observer is not None:
-                observer.before(warp.index, op.instr.id, lanes, self._reading(lanes))
-            code = op.code
-            if code == EXEC:
-                try:
-                    op.fn(entry[3], lanes, warp)
-                except _Fault as fault:
-                    raise self._fault(pc, lanes, warp.index, fault) from None
-                except Unsupported as error:
-                    raise self._error(pc, lanes, warp.index, str(error)) from None
-                entry[0] = pc + 1
-            elif code == JUMP:
-                entry[0] = op.target
-                if op.target <= pc and quantum <= 0:
-                    warp.loop = (pc, op.target)
-                    return
-            elif code == BRANCH:
-                self._branch(op, entry, stack, warp)
-                if op.target <= pc and quantum <= 0:
-                    warp.loop = (pc, op.target)
-                    return
-            elif code == STOP:
-                self._stop(stack, lanes)
-            elif code == BARRIER:
-                if op.cond is not None:
-                    held = np.broadcast_to(op.cond(entry[3]), lanes.shape)
-                    if not held.any():
-                        entry[0] = pc + 1
-                        continue
-                    if not held.all():
-                        raise self._error(pc, lanes[~held], warp.index,
-                                          "barrier skipped by some lanes of the warp")
-                if len(lanes) != len(stack[0][2]):
-                    raise self._error(pc, lanes, warp.index, "barrier in divergent code "
-                                      "(not all live lanes of the warp reach it)")
-                warp.waiting = pc
-                return
-            elif code == NOP:
-                entry[0] = pc + 1
-            else:
-                raise self._error(pc, lanes, warp.index, op.message)
-            quantum -= 1
-            if quantum < -QUANTUM:  # a long run without a backward transfer
-                return
-
-    def _run_groups(self, warp: _Warp) -> None:
-        """Run a warp under the frontier or mimd policy: its entries are groups of lanes,
-        each at its own pc. Frontier runs the group with the lowest pc and merges groups
-        that meet; mimd runs its threads in turn, one instruction each, and gathers them
-        at warp collectives. A group at a barrier parks until the whole warp is there."""
-        groups = warp.stack
-        mimd = self.policy == "mimd"
-        ops = self.ops
-        counters = self.counters
-        observer = self.observer
-        budget = self.launch.max_steps * (WARP_SIZE if mimd else 1)  # mimd: thread steps
-        quantum = QUANTUM
-        if mimd:  # after a barrier released the warp as one group
-            for k in reversed(range(len(groups))):
-                if len(groups[k][2]) > 1 and not groups[k][4]:
-                    self._scatter(groups, k)
-        while groups:
-            runnable = [k for k, g in enumerate(groups) if not g[4]]
-            if not runnable:
-                if self._gather(warp):
-                    return
-                continue
-            if mimd:
-                later = [k for k in runnable if k >= warp.cursor]
-                k = later[0] if later else runnable[0]
-                warp.cursor = k + 1
-            else:
-                k = min(runnable, key=lambda j: groups[j][0])
-            entry = groups[k]
-            pc = entry[0]
-            lanes = entry[2]
-            if pc >= self.end:
-                del groups[k]
-                continue
-            op = ops[pc]
-            if mimd and op.collective and len(lanes) < len(self._live(groups)):
-                entry[4] = "collective"
-                continue
-            if self.steps >= budget:
-                what = "thread steps (mimd)" if mimd else "warp steps"
-                raise self._error(pc, lanes, warp.index,
-                                  f"did not finish within {budget} {what}")
-            self.steps += 1
-            counters.warp_instructions += 1
-            counters.lane_instructions += len(lanes)
-            if self.trace is not None:
-                self.trace.append((self.block_index, warp.index, op.instr.loc.line,
-                                   op.instr.text, lanes.tolist()))
-            if observer is not None:
-                observer.before(warp.index, op.instr.id, lanes, self._reading(lanes))
-            code = op.code
-            if code == EXEC:
-                try:
-                    op.fn(entry[3], lanes, warp)
-                except _Fault as fault:
-                    raise self._fault(pc, lanes, warp.index, fault) from None
-                except Unsupported as error:
-                    raise self._error(pc, lanes, warp.index, str(error)) from None
-                entry[0] = pc + 1
-            elif code == JUMP:
-                entry[0] = op.target
-            elif code == BRANCH:
-                jumps = self._jumps(op, entry, warp)
-                taken = int(np.count_nonzero(jumps))
-                if taken in (0, len(lanes)):
-                    entry[0] = op.target if taken else pc + 1
-                else:
-                    counters.divergent_branches += 1
-                    side = lanes[jumps]
-                    entry[0], entry[2] = pc + 1, lanes[~jumps]
-                    entry[3] = _selector(entry[2])
-                    groups.insert(k + 1, [op.target, -1, side, _selector(side), False])
-                    counters.max_stack_depth = max(counters.max_stack_depth, len(groups))
-            elif code == STOP:
-                del groups[k]
-                continue
-            elif code == BARRIER:
-                if op.cond is not None:
-                    held = np.broadcast_to(op.cond(entry[3]), lanes.shape)
-                    if not held.any():
-                        entry[0] = pc + 1
-                        continue
-                    if not held.all():
-                        raise self._error(pc, lanes[~held], warp.index,
-                                          "barrier skipped by some lanes of the warp")
-                entry[4] = "barrier"
-                continue
-            elif code == NOP:
-                entry[0] = pc + 1
-            else:
-                raise self._error(pc, lanes, warp.index, op.message)
-            if len(entry[2]) > 1 and mimd:
-                self._scatter(groups, k)
-            elif not mimd:
-                self._merge(groups)
-            quantum -= 1
-            if quantum <= 0 and code in (JUMP, BRANCH) and op.target <= pc:
-                warp.loop = (pc, op.target)
-                return
-            if quantum < -QUANTUM:
-                return
-
-    @staticmethod
-    def _live(groups: list) -> np.ndarray:
-        return np.concatenate([g[2] for g in groups])
-
-    def _merge(self, groups: list) -> None:
-        """Frontier: groups (not parked) at one pc become one."""
-        first: dict[int, list] = {}
-        keep = []
-        for group in groups:
-            other = None if group[4] else first.get(group[0])
-            if other is None:
-                if not group[4]:
-                    first[group[0]] = group
-                keep.append(group)
-                continue
-            other[2] = np.union1d(other[2], group[2])
-            other[3] = _selector(other[2])
-            self.counters.reconvergences += 1
-        groups[:] = keep
-
-    @staticmethod
-    def _scatter(groups: list, k: int) -> None:
-        """Mimd: the threads a collective gathered go on one by one."""
-        pc, _, lanes, _, _ = groups[k]
-        groups[k:k + 1] = [[pc, -1, lanes[j:j + 1], _selector(lanes[j:j + 1]), False]
-                           for j in range(len(lanes))]
-
-    def _gather(self, warp: _Warp) -> bool:
-        """Every group of the warp is parked: join the threads at a collective (mimd) and
-        go on, or, when all wait at one barrier, make them one group waiting there (True)."""
-        groups = warp.stack
-        gathered = [g for g in groups if g[4] == "collective"]
-        if gathered:
-            pc = min(g[0] for g in gathered)
-            meet = [g for g in gathered if g[0] == pc]
-            lanes = np.sort(np.concatenate([g[2] for g in meet]))
-            rest = [g for g in groups if not any(g is m for m in meet)]
-            groups[:] = [[pc, -1, lanes, _selector(lanes), False], *rest]
-            self.counters.reconvergences += len(meet) > 1
-            # the joined group runs the collective even though other threads are parked
-            warp.cursor = 0
-            self._collective_once(warp)
-            return False
-        pcs = {g[0] for g in groups}
-        lanes = np.sort(self._live(groups))
-        if len(pcs) > 1:
-            raise self._error(min(pcs), lanes, warp.index,
-                              "lanes of the warp wait at different barriers")
-        if len(groups) > 1:
-            self.counters.reconvergences += 1
-        (pc,) = pcs
-        groups[:] = [[pc, -1, lanes, _selector(lanes), False]]
-        warp.waiting = pc
-        return True
-
-    def _collective_once(self, warp: _Warp) -> None:
-        """Run the collective at the head group with all its lanes, then split it."""
-        entry = warp.stack[0]
-        pc, lanes = entry[0], entry[2]
-        op = self.ops[pc]
-        self.steps += 1
-        self.counters.warp_instructions += 1
-        self.counters.lane_instructions += len(lanes)
-        if self.trace is not None:
-            self.trace.append((self.block_index, warp.index, op.instr.loc.line,
-                               op.instr.text, lanes.tolist()))
-        if self.observer is not None:
-            self.observer.before(warp.index, op.instr.id, lanes, self._reading(lanes))
-        try:
-            op.fn(entry[3], lanes, warp)
-        except _Fault as fault:
-            raise self._fault(pc, lanes, warp.index, fault) from None
-        except Unsupported as error:
-            raise self._error(pc, lanes, warp.index, str(error)) from None
-        entry[0] = pc + 1
-        self._scatter(warp.stack, 0)
-        for group in warp.stack:  # the others were parked at the same collective or later
-            if group[4] == "collective" and group[0] != pc:
-                group[4] = False
-
-    def _jumps(self, op: _Op, entry: list, warp: _Warp) -> np.ndarray:
-        """Which lanes of an entry a branch sends to its target (the observer sees it)."""
-        lanes = entry[2]
-        value = np.broadcast_to(op.cond(entry[3]), lanes.shape)
-        if op.case is not None:
-            jumps = value == op.case
-        elif op.taken_when:
-            jumps = value
+        if not reductions:
+            return
+        first = warps[0]
+        if len(after) > 1:
+            raise self._error(first.waiting, first.control.running()[1], first.index,
+                              "warps of the block wait at different barriers, one of "
+                              "them a bar.red")
+        ((mode, votes),) = reductions
+        lane_votes = [votes(top[2], top[1]) for top in (w.control.running() for w in warps)]
+        if mode == "popc":
+            self.block_reduction = np.uint32(sum(int(v.sum()) for v in lane_votes))
+        elif mode == "and":
+            self.block_reduction = np.bool_(all(v.all() for v in lane_votes))
         else:
-            jumps = ~value
-        if self.observer is not None:
-            self.observer.branch(warp.index, entry[0], lanes, jumps)
-        return jumps
-
-    def _branch(self, op: _Op, entry: list, stack: list, warp: _Warp) -> None:
-        lanes = entry[2]
-        pc = entry[0]
-        value = np.broadcast_to(op.cond(entry[3]), lanes.shape)
-        if op.case is not None:
-            jumps = value == op.case
-        elif op.taken_when:
-            jumps = value
-        else:
-            jumps = ~value
-        if self.observer is not None:
-            self.observer.branch(warp.index, op.instr.id, lanes, jumps)
-        taken = int(np.count_nonzero(jumps))
-        if taken == len(lanes):
-            entry[0] = op.target
-        elif taken == 0:
-            entry[0] = pc + 1
-        else:
-            self.counters.divergent_branches += 1
-            rpc = op.rpc
-            entry[0] = rpc
-            if op.target != rpc:
-                side = lanes[jumps]
-                stack.append([op.target, rpc, side, _selector(side), False])
-            if pc + 1 != rpc:
-                side = lanes[~jumps]
-                stack.append([pc + 1, rpc, side, _selector(side), False])
-            if len(stack) > self.counters.max_stack_depth:
-                self.counters.max_stack_depth = len(stack)
-
-    @staticmethod
-    def _stop(stack: list, lanes: np.ndarray) -> None:
-        keep = []
-        for entry in stack:
-            rest = np.setdiff1d(entry[2], lanes, assume_unique=True)
-            if len(rest):
-                if len(rest) != len(entry[2]):
-                    entry[2] = rest
-                    entry[3] = _selector(rest)
-                keep.append(entry)
-        stack[:] = keep
+            self.block_reduction = np.bool_(any(v.any() for v in lane_votes))
 
     def _reading(self, lanes: np.ndarray) -> Callable[[str], np.ndarray]:
         """Values of a register or special register in the lanes, signed at its width
@@ -2113,20 +1779,6 @@ class _Machine:
         return error
 
 
-class _Warp:
-    """A warp's control entries [pc, reconvergence pc, lanes, selector, parked]: its PDOM
-    stack (ipdom), or its groups of lanes (frontier; mimd: one per thread)."""
-
-    __slots__ = ("index", "stack", "waiting", "loop", "cursor")
-
-    def __init__(self, index: int, stack: list) -> None:
-        self.index = index
-        self.stack = stack
-        self.waiting: int | None = None
-        self.loop: tuple[int, int] | None = None  # (branch pc, target) of the last yield
-        self.cursor = 0  # mimd: the next thread to run
-
-
 def _widen(inner: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """A lanes mask over a group (`mask` of all lanes, None: all) as a mask of all lanes."""
     if mask is None:
@@ -2143,13 +1795,6 @@ def _with_copies(fn: Callable, copies: list[tuple[np.ndarray, np.ndarray]]) -> C
             shadow[sel] = source[sel]
         fn(sel, lanes, warp)
     return run
-
-
-def _selector(lanes: np.ndarray):
-    """A slice when the lanes are contiguous (cheaper to index with), else the array."""
-    if len(lanes) and int(lanes[-1]) - int(lanes[0]) + 1 == len(lanes):
-        return slice(int(lanes[0]), int(lanes[-1]) + 1)
-    return lanes
 
 
 def _ballot(lanes: np.ndarray) -> np.uint32:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpudiv import ir
+from gpudiv.frontend.marks import mark_comment, marked_labels
 from gpudiv.printers import PrintError
 
 _UNARY = {"neg": "-", "!": "!", "~": "~"}
@@ -17,11 +18,12 @@ def print_kernel(kernel: ir.Kernel) -> str:
     """One kernel: header, then each block's label (when it has a name in the source or
     something jumps to it) and instructions."""
     targets = {i.target for i in kernel.instructions() if i.target is not None}
+    targets |= marked_labels(kernel)
     lines = [f"kernel {kernel.name}({', '.join(kernel.params)})"]
     for block in kernel.blocks:
         if block.user_label or block.label in targets or not block.instructions:
             lines.append(f"{block.label}:")
-        lines += [f"    {instruction_text(i)}" for i in block.instructions]
+        lines += [f"    {instruction_text(i)}{mark_comment(i, '#')}" for i in block.instructions]
     return "\n".join(lines) + "\n"
 
 

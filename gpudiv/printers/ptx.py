@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from gpudiv import ir
+from gpudiv.frontend.marks import mark_comment, marked_labels
 from gpudiv.frontend.ptx_forms import PInstr, PParam, type_bytes
 from gpudiv.printers import PrintError
 
@@ -197,6 +198,7 @@ class _Body:
         inlined = self.source["inlined"]
         rewritten = [i for i in kernel.instructions() if i.group not in keep]
         labels = set(self.source["labels"]) | {i.target for i in rewritten if i.target}
+        labels |= marked_labels(kernel)
         written: set[int] = set()
         for block in kernel.blocks:
             if block.label in labels:
@@ -212,14 +214,16 @@ class _Body:
                     written.add(id(pi))
                     self.loc(origin)
                     self.mention_source(pi)
-                    self.lines.append(f"\t{instruction_text(pi)}")
+                    self.lines.append(f"\t{instruction_text(pi)}"
+                                      f"{mark_comment(instr, '//', _label)}")
                     continue
                 if group in inlined:
                     raise PrintError(f"kernel {kernel.name}: an instruction inlined from a "
                                      f"call was rewritten ('{instr.text}'); it cannot be "
                                      "printed as PTX", instr.loc)
                 self.loc(instr.attrs.get("origin"))
-                self.lines.append(f"\t{self.rewritten(instr)}")
+                self.lines.append(f"\t{self.rewritten(instr)}"
+                                  f"{mark_comment(instr, '//', _label)}")
 
     def loc(self, origin) -> None:
         """A `.loc` line when the CUDA position (`origin`) of what follows changes."""

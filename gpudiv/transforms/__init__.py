@@ -12,6 +12,7 @@ from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
     lcm,
     srqp,
     sscm,
+    ssde,
     structurize,
 )
 from gpudiv.transforms.base import PASSES, Pass, PassError, Pipeline, available, get_pass, register

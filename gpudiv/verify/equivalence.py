@@ -118,9 +118,12 @@ def _first_difference(before: dict[str, object], after: dict[str, object],
     return None
 
 
-def _run(language: str, kernel: ir.Kernel, launch: object):
+def _run(language: str, kernel: ir.Kernel, launch: object, policy: str | None = None):
     runner = run_ptx_kernel if language == "ptx" else run_kernel
-    return runner(kernel, copy.deepcopy(launch))
+    launch = copy.deepcopy(launch)
+    if policy is not None:
+        launch.reconvergence = policy  # type: ignore[attr-defined]
+    return runner(kernel, launch)
 
 
 def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
@@ -131,16 +134,21 @@ def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
 
 
 def compare_kernels(before: ir.Kernel, after: ir.Kernel, language: str,
-                    seed: int = 0) -> Equivalence:
-    """Run both kernels on the same launches and compare their memory."""
+                    seed: int = 0, reconvergence: str = "auto",
+                    policies: tuple[str | None, str | None] = (None, None),
+                    launches: list | None = None) -> Equivalence:
+    """Run both kernels on the same launches (`launches`, else those of `gpudiv check`),
+    under the reconvergence policy (`gpudiv.interp.simt`) or, where `policies` names one,
+    under each kernel's own, and compare their memory."""
     report = Equivalence(before.name)
     failures: list[str] = []
-    for launch in launches_for(language, before, seed):
+    for launch in launches_for(language, before, seed) if launches is None else launches:
+        launch.reconvergence = reconvergence
         shown = _describe(launch)
         outcomes = []
-        for kernel in (before, after):
+        for kernel, policy in zip((before, after), policies, strict=True):
             try:
-                outcomes.append(_run(language, kernel, launch))
+                outcomes.append(_run(language, kernel, launch, policy))
             except ExecutionError as error:
                 outcomes.append(error)
         old, new = outcomes

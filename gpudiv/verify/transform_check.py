@@ -21,8 +21,10 @@ from gpudiv.oracle import check_kernel, ptx_launches, random_launches
 from gpudiv.printers import PrintError, print_program
 from gpudiv.transforms import Pass, PassError, Pipeline
 from gpudiv.verify.equivalence import DIFFERS, NOT_EXECUTED, VERIFIED, compare_kernels
+from gpudiv.verify.ssde_check import check_ssde
 
 UNVERIFIED = "unverified"
+STATS = "transform_stats"
 
 
 class TransformError(Exception):
@@ -42,13 +44,22 @@ class KernelTransform:
     static: dict[str, int] = field(default_factory=dict)
     dynamic: dict[str, float | int] = field(default_factory=dict)
     oracle_violations: list[str] = field(default_factory=list)
+    # the ssde pass: what `check_ssde` established, and what it found wrong
+    ssde: dict[str, int] | None = None
+    ssde_summary: str = ""
+    problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         """The JSON object of `gpudiv transform --format json`."""
-        return {"name": self.name, "status": self.status, "runs": self.runs,
-                "difference": self.difference_detail, "reason": self.reason,
-                "static": self.static, "dynamic": self.dynamic,
-                "oracle_violations": self.oracle_violations}
+        out: dict[str, object] = {
+            "name": self.name, "status": self.status, "runs": self.runs,
+            "difference": self.difference_detail, "reason": self.reason,
+            "static": self.static, "dynamic": self.dynamic,
+            "oracle_violations": self.oracle_violations}
+        if self.ssde is not None:
+            out["ssde"] = self.ssde
+            out["problems"] = self.problems
+        return out
 
 
 @dataclass
@@ -65,7 +76,8 @@ class FileTransform:
     @property
     def failed(self) -> bool:
         """Whether a kernel differs or violates a claim."""
-        return any(k.status == DIFFERS or k.oracle_violations for k in self.kernels)
+        return any(k.status == DIFFERS or k.oracle_violations or k.problems
+                   for k in self.kernels)
 
     def to_json(self) -> dict[str, object]:
         """The JSON object of one file."""
@@ -102,14 +114,20 @@ def _oracle(program: ir.Program, kernel: ir.Kernel, seed: int,
     return [str(v) for v in report.violations]
 
 
+def _rewrites_deadlocks(pipeline: Pipeline) -> bool:
+    """Whether the pipeline runs `ssde` (then `--verify` compares the original under
+    `mimd` with the result under `ipdom`)."""
+    return any(one.name == "ssde" for one in pipeline.passes)
+
+
 def transform(source: str | Path | ir.Program, passes: str | list[Pass],
               kernel: str | None = None, verify: bool = False, seed: int = 0,
-              analysis: str = DEFAULT_ANALYSIS,
+              analysis: str = DEFAULT_ANALYSIS, reconvergence: str = "auto",
               options: dict[str, object] | None = None) -> FileTransform:
     """Run the passes (`"p1,p2"` or Pass objects) over a file's kernels (only `kernel`
-    when given) and print the result; with `verify`, compare runs and re-check claims.
-    `options` configure passes named in a string (e.g. `{"divergence": "simple"}` for
-    the code-motion passes)."""
+    when given) and print the result; with `verify`, compare runs under the
+    `reconvergence` policy and re-check claims. `options` configure passes named in a
+    string (e.g. `{"divergence": "simple"}` for the code-motion passes)."""
     program = source if isinstance(source, ir.Program) else load(source)
     where = f"{program.path}:1:1: error:"
     if program.errors:
@@ -137,7 +155,17 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
         if reread is None:
             continue
         printed = reread.kernels[index]
-        equal = compare_kernels(old, printed, program.language, seed + index)
+        if _rewrites_deadlocks(pipeline) and not new.attrs.get(STATS, {}).get("assumed_safe"):
+            evidence = check_ssde(old, printed, program.language, seed + index)
+            equal = evidence.equivalence
+            report.ssde, report.ssde_summary = evidence.to_json(), evidence.summary()
+            if evidence.detections_after:
+                report.problems.append(f"gpudiv deadlock still finds "
+                                       f"{evidence.detections_after} loops that may "
+                                       "deadlock in the result")
+        else:
+            equal = compare_kernels(old, printed, program.language, seed + index,
+                                    reconvergence)
         report.status, report.runs, report.reason = equal.status, equal.runs, equal.reason
         report.dynamic = equal.dynamic()
         if equal.difference is not None:
