@@ -3,6 +3,7 @@ kernel verifies on the interpreter, and the dynamic cost (warp instructions issu
 SIMD efficiency) before and after, summed over the changed kernels.
 
     python benchmarks/bench_code_motion.py [--passes lcm,scm,sscm] [PATH ...]
+    python benchmarks/bench_code_motion.py --passes srqp,esrqp,ssrqp-s,ssrqp
 
 Prints one line per changed kernel and a table per pass (Markdown).
 """
@@ -40,27 +41,29 @@ def computations(kernel: ir.Kernel) -> int:
 
 
 class _Issues:
-    """Observer: warp issues of the kernel's computations (non-copy assignments)."""
+    """Observer: warp issues of the kernel's computations (non-copy assignments) and
+    of its loads."""
 
-    def __init__(self, ids: set[int]):
-        self.ids, self.count, self.total = ids, 0, 0
+    def __init__(self, ids: set[int], loads: set[int]):
+        self.ids, self.loads, self.count, self.total, self.load_count = ids, loads, 0, 0, 0
 
     def before(self, warp, instruction, active, read) -> None:
-        """Count one warp issue (and one of a computation)."""
+        """Count one warp issue (and one of a computation or a load)."""
         self.total += 1
         self.count += instruction in self.ids
+        self.load_count += instruction in self.loads
 
     def branch(self, warp, instruction, active, jumps) -> None:
         """Branches are not counted."""
 
 
-def computation_issues(kernel: ir.Kernel, language: str) -> tuple[int, int]:
-    """(warp issues of all instructions, of computations) over the launches `--verify`
-    uses (seed 0). Computations are what code motion changes, without the copies and
-    jumps a register coalescer and block layout would remove."""
+def computation_issues(kernel: ir.Kernel, language: str) -> tuple[int, int, int]:
+    """(warp issues of all instructions, of computations, of loads) over the launches
+    `--verify` uses (seed 0). Computations are what code motion changes, without the
+    copies and jumps a register coalescer and block layout would remove."""
     ids = {i.id for i in kernel.instructions()
            if i.kind == ir.ASSIGN and i.operator not in (None, "copy")}
-    observer = _Issues(ids)
+    observer = _Issues(ids, {i.id for i in kernel.instructions() if i.kind == ir.LOAD})
     for launch in launches_for(language, kernel, 0):
         try:
             if language == "ptx":
@@ -69,14 +72,20 @@ def computation_issues(kernel: ir.Kernel, language: str) -> tuple[int, int]:
                 run_kernel(kernel, copy.deepcopy(launch), observer)
         except ExecutionError:
             continue
-    return observer.total, observer.count
+    return observer.total, observer.count, observer.load_count
+
+
+def static_loads(kernel: ir.Kernel) -> int:
+    """Static load instructions (what scalar replacement removes)."""
+    return sum(1 for i in kernel.instructions() if i.kind == ir.LOAD)
 
 
 def measure(paths: list[str], name: str) -> dict[str, object]:
     """Changed, verified and dynamic totals of one pass over the files."""
     row = {"pass": name, "kernels": 0, "changed": 0, "verified": 0, "other": [],
            "warp_before": 0, "warp_after": 0, "comp_before": 0, "comp_after": 0,
-           "worse": 0, "better": 0, "issues_before": 0, "issues_after": 0}
+           "worse": 0, "better": 0, "issues_before": 0, "issues_after": 0,
+           "loads_before": 0, "loads_after": 0, "sloads_before": 0, "sloads_after": 0}
     for path in paths:
         try:
             original = load(path)
@@ -96,8 +105,12 @@ def measure(paths: list[str], name: str) -> dict[str, object]:
                                     f"{report.oracle_violations}")
                 continue
             row["verified"] += 1
-            wb, ib = computation_issues(before, original.language)
-            wa, ia = computation_issues(after, original.language)
+            wb, ib, lb = computation_issues(before, original.language)
+            wa, ia, la = computation_issues(after, original.language)
+            row["loads_before"] += lb
+            row["loads_after"] += la
+            row["sloads_before"] += static_loads(before)
+            row["sloads_after"] += static_loads(after)
             row["warp_before"] += wb
             row["warp_after"] += wa
             row["worse"] += wa > wb
@@ -108,7 +121,8 @@ def measure(paths: list[str], name: str) -> dict[str, object]:
             row["comp_after"] += computations(after)
             print(f"{name}\t{path}:{report.name}\twarp {wb} -> {wa}\t"
                   f"computations {computations(before)} -> {computations(after)}\t"
-                  f"computation issues {ib} -> {ia}", flush=True)
+                  f"computation issues {ib} -> {ia}\tload issues {lb} -> {la}\t"
+                  f"static loads {static_loads(before)} -> {static_loads(after)}", flush=True)
     return row
 
 
@@ -122,13 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = [measure(files, name) for name in args.passes.split(",")]
     print("\n| pass | kernels | changed | verified | warp instr. before → after (changed) "
           "| fewer / more warp instr. | computation warp issues before → after "
-          "| static computations before → after |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| static computations before → after | load warp issues before → after "
+          "| static loads before → after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['pass']} | {r['kernels']} | {r['changed']} | {r['verified']} | "
               f"{r['warp_before']} → {r['warp_after']} | {r['better']} / {r['worse']} | "
               f"{r['issues_before']} → {r['issues_after']} | "
-              f"{r['comp_before']} → {r['comp_after']} |")
+              f"{r['comp_before']} → {r['comp_after']} | "
+              f"{r['loads_before']} → {r['loads_after']} | "
+              f"{r['sloads_before']} → {r['sloads_after']} |")
     for r in rows:
         for line in r["other"]:
             print(f"{r['pass']}: not verified: {line}")

@@ -1,5 +1,6 @@
 """`gpudiv transform FILE|DIR… --pass P[,P…] [--kernel K] [-o OUT] [--verify]
-[--format text|json] [--allocator A --registers N]` and `gpudiv transform --list`.
+[--divergence simple|affine|affine2] [--allocator A --registers N] [--format text|json]`
+and `gpudiv transform --list`.
 
 Without `-o` and `--verify` the transformed program is written to standard output;
 with `-o` it goes to OUT (a file for one input file, a folder mirroring the inputs for a
@@ -28,6 +29,7 @@ from gpudiv.verify.transform_check import FileTransform, TransformError, transfo
 
 EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
 ALLOCATOR_NAMES = tuple(ALLOCATORS)
+DIVERGENCE_ANALYSES = ("simple", "affine", "affine2")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "divergence, remat, affine: Sampaio 2013 Fig 4.3)")
     parser.add_argument("--registers", type=int, default=8, metavar="N",
                         help="regalloc: registers per thread for the kernel's values")
+    parser.add_argument("--divergence", choices=DIVERGENCE_ANALYSES, default=None,
+                        help="divergence analysis whose divergent branches the code-motion "
+                             "passes (sscm, esrqp, ssrqp, ssrqp-s) use (default affine2)")
     parser.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                         help="reconvergence policy of the --verify runs: auto (default), "
                              "ipdom, sync (μ-SIMD `sync` and the reconvergence points "
@@ -128,6 +133,16 @@ def _report_text(result: FileTransform) -> None:
             print(f"{result.path}: kernel {k.name}: claim violated on the result: {violation}")
 
 
+def pass_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
+    """Options per pass name: the allocator's, and --divergence for every pass named."""
+    options: dict[str, dict[str, object]] = {
+        "regalloc": {"allocator": args.allocator, "registers": args.registers}}
+    if args.divergence:
+        for name in (n.strip() for n in (args.passes or "").split(",") if n.strip()):
+            options.setdefault(name, {})["divergence"] = args.divergence
+    return options
+
+
 def cmd_transform(args: argparse.Namespace) -> int:
     """Transform files with a pass pipeline; print, write and verify the results."""
     if args.list:
@@ -143,7 +158,7 @@ def cmd_transform(args: argparse.Namespace) -> int:
     failed = False
     for path in inputs:
         try:
-            options = {"regalloc": {"allocator": args.allocator, "registers": args.registers}}
+            options = pass_options(args)
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
                                reconvergence=args.reconvergence,
                                seed=args.seed, options=options)

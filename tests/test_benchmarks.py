@@ -33,6 +33,7 @@ TINY = {
     "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1",
                           "samples/cuda/vector_ops.O3.ptx"],
     "bench_regalloc.py": ["samples/musimd/avgSquare.musimd", "--registers", "3"],
+    "bench_srqp_size.py": ["60"],
     "bench_kfcm.py": ["samples/host/fig5_14.host"],
 }
 

@@ -143,6 +143,19 @@ def test_identity_verifies_every_sample_kernel(path):
         "cannot execute" in k.reason or "unsupported" in k.reason for k in result.kernels)
 
 
+def test_divergence_option_reaches_the_code_motion_passes(capsys):
+    path = str(Path(__file__).parent / "data" / "motion" / "loads" / "divergence_choice.musimd")
+    sizes = {}
+    for analysis in ("simple", "affine2"):
+        code, out, _ = run(capsys, "transform", path, "--pass", "ssrqp", "--divergence",
+                           analysis, "--format", "json")
+        assert code == 0
+        (kernel,) = json.loads(out)["files"][0]["kernels"]
+        sizes[analysis] = kernel["static"]["instructions_after"]
+    assert sizes == {"simple": 9, "affine2": 8}  # the load hoisted above tid - tid == 0
+    with pytest.raises(SystemExit) as stop:
+        main(["transform", path, "--pass", "ssrqp", "--divergence", "uniformity"])
+    assert stop.value.code == 2
 def test_verify_under_a_chosen_reconvergence_policy(capsys, tmp_path):
     """The spin lock whose loop exit reconverges at the loop header (a moved
     reconvergence point, kept by the printer) verifies under sync: every launch runs."""

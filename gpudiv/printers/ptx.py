@@ -272,6 +272,13 @@ class _Body:
             # a plain computation copied by a pass (code motion): `opcode dest, args;`
             args = ", ".join(self.mention(a) for a in instr.args)
             return f"{guard}{instr.operator} {self.mention(ir.Var(instr.dest))}, {args};"
+        if (kind == ir.LOAD and instr.dest and instr.operator == instr.attrs.get("opcode")
+                and len(instr.args) == 1 and isinstance(instr.args[0], ir.Var)
+                and "symbol" not in instr.attrs and not instr.implicit):
+            # a load copied by a pass (scalar replacement): `ld… dest, [base+disp];`
+            disp = int(instr.attrs.get("disp", 0))
+            address = self.mention(instr.args[0]) + (f"+{disp}" if disp else "")
+            return f"{guard}{instr.operator} {self.mention(ir.Var(instr.dest))}, [{address}];"
         if kind == ir.FENCE and instr.operator and not instr.implicit:
             return f"{guard}{instr.operator};"
         raise PrintError(f"kernel {self.kernel.name}: cannot print rewritten instruction "

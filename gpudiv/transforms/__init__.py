@@ -11,6 +11,7 @@ from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
     identity,
     lcm,
     regalloc,
+    srqp,
     sscm,
     ssde,
     structurize,

@@ -53,3 +53,30 @@ def _is_piece_of_larger_instruction(kernel: ir.Kernel, source: str, target: str)
     block = kernel.block(source)
     return any(("case" in i.attrs or "function" in i.attrs) for i in block.instructions
                if i.kind in (ir.BRANCH, ir.JUMP))
+
+
+def drop_unused_edge_blocks(kernel: ir.Kernel, keep: set[str]) -> int:
+    """Remove the blocks that only jump on (`jump T`), have one predecessor and are not
+    in `keep` (the labels before splitting): the edge blocks code motion put nothing in.
+    The predecessor's branches go to T again; one that fell through into the block must
+    then fall through into T. The number removed."""
+    removed = 0
+    for block in list(kernel.blocks):
+        if block.label in keep or len(block.instructions) != 1:
+            continue
+        (jump,) = block.instructions
+        if jump.kind != ir.JUMP or jump.guard is not None or jump.target is None:
+            continue
+        index = kernel.blocks.index(block)
+        sources = [i for i in range(len(kernel.blocks))
+                   if block.label in successor_labels(kernel, i)]
+        if len(sources) != 1:
+            continue
+        source, rewriter = sources[0], Rewriter(kernel)
+        after = kernel.blocks[index + 1].label if index + 1 < len(kernel.blocks) else None
+        if rewriter.fall_through(source) == block.label and after != jump.target:
+            continue
+        rewriter.retarget(kernel.blocks[source].label, block.label, jump.target)
+        del kernel.blocks[index]
+        removed += 1
+    return removed

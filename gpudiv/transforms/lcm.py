@@ -17,7 +17,11 @@ from gpudiv import ir
 from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
-from gpudiv.transforms.critical_edges import SplitCriticalEdges, critical_edges
+from gpudiv.transforms.critical_edges import (
+    SplitCriticalEdges,
+    critical_edges,
+    drop_unused_edge_blocks,
+)
 from gpudiv.transforms.motion import Model, build_model, facts
 
 PLACES = ("ninsert", "xinsert", "nreplace", "xreplace")
@@ -146,4 +150,5 @@ class LazyCodeMotion(Pass):
             return kernel  # nothing to move: leave even the critical edges alone
         model, relations = solved
         apply(work, model, lcm_places(relations))
+        drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
         return work

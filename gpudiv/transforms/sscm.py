@@ -23,6 +23,7 @@ from typing import ClassVar
 from gpudiv import ir
 from gpudiv.transforms.base import Pass, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
 from gpudiv.transforms.lcm import (
     apply,
     computation,
@@ -124,6 +125,7 @@ def sparse(kernel: ir.Kernel, speculate: set[str]) -> ir.Kernel:
               temps)
     elif not any(relations.get(n) for n in ("ninsert", "xinsert", "nreplace", "xreplace")):
         return kernel
+    drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
     return work
 
 
