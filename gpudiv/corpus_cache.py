@@ -96,13 +96,16 @@ class CorpusCache:
         if key is None or not cacheable(outcome):
             return False
         entry = self._entry(key)
-        entry.parent.mkdir(exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=entry.parent, suffix=".part")
+        try:
+            entry.parent.mkdir(exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=entry.parent, suffix=".part")
+        except OSError:  # a read-only or full cache folder: the run goes on without it
+            return False
         try:
             with os.fdopen(handle, "wb") as out:
                 pickle.dump(outcome, out, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(temporary, entry)
-        except OSError:
+        except (OSError, pickle.PicklingError, RecursionError):
             Path(temporary).unlink(missing_ok=True)
             return False
         self.stored += 1

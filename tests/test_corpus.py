@@ -225,3 +225,11 @@ def test_a_dominating_file_is_cut_by_kernels(tmp_path):
     parallel = analyze_corpus([str(big)], jobs=2, lean=True)
     assert parallel.jobs == 2 and len(serial.files[0].kernels) == 5
     assert _classes(parallel) == _classes(serial)
+
+
+def test_a_cache_folder_that_cannot_be_written_never_stops_the_run(tmp_path):
+    cache = CorpusCache(tmp_path / "cache")
+    shutil.rmtree(tmp_path / "cache")
+    (tmp_path / "cache").write_text("a file where the folder was")
+    run = analyze_corpus([str(SAMPLES / "musimd" / "avgSquare.musimd")], cache=cache)
+    assert run.failures == [] and cache.stored == 0 and run.cached == 0

@@ -228,10 +228,11 @@ class Analysis:
         def one(i: int) -> KernelResult | RuleError:
             return self._run([kernels[i]], block, None)[0]
 
-        results = each_in_child(len(kernels), one, seconds)
-        if on_progress is not None:
-            on_progress("solving", len(kernels), len(kernels))
-        return results
+        def solved(done: int) -> None:
+            if on_progress is not None:
+                on_progress("solving", done, len(kernels))
+
+        return each_in_child(len(kernels), one, seconds, solved)
 
     def _run(self, kernels: list[ir.Kernel], block: BlockShape | None,
              on_progress: Callable[[str, int, int], None] | None

@@ -44,28 +44,32 @@ def timeout_error(seconds: float) -> KernelTimeout:
                          "limit of --kernel-timeout); the kernel is skipped")
 
 
-def each_in_child(count: int, work: Callable[[int], T], seconds: float
-                  ) -> list[T | RuleError]:
+def each_in_child(count: int, work: Callable[[int], T], seconds: float,
+                  on_item: Callable[[int], None] | None = None) -> list[T | RuleError]:
     """`[work(i) for i in range(count)]`, computed in forked children with `seconds` per
     item; an item that overruns is a `KernelTimeout`, one that kills its child a
-    `KernelCrash`. `work` returns picklable data (a RuleError counts as data)."""
+    `KernelCrash`. `work` returns picklable data (a RuleError counts as data).
+    `on_item(done)` hears how many items have an outcome, after each one."""
     if not hasattr(os, "fork"):
         return [work(i) for i in range(count)]
     results: dict[int, T | RuleError] = {}
     start = 0
     while start < count:
-        got, status = _one_child(start, count, work, seconds, results)
+        got, status = _one_child(start, count, work, seconds, results, on_item)
         start = got
         if start < count:
             results[start] = (timeout_error(seconds) if status is None else
                               KernelCrash(f"{NOT_ANALYSED}the process analysing it stopped "
                                           f"(status {status}); the kernel is skipped"))
             start += 1
+            if on_item is not None:
+                on_item(len(results))
     return [results[i] for i in range(count)]
 
 
 def _one_child(start: int, count: int, work: Callable[[int], T], seconds: float,
-               results: dict[int, T | RuleError]) -> tuple[int, int | None]:
+               results: dict[int, T | RuleError],
+               on_item: Callable[[int], None] | None) -> tuple[int, int | None]:
     """Run a child over items `start…`; store what arrives. Returns the first item without
     a result and the child's exit status (None when it was killed for overrunning)."""
     read_fd, write_fd = os.pipe()
@@ -94,6 +98,8 @@ def _one_child(start: int, count: int, work: Callable[[int], T], seconds: float,
             index, data = frame
             results[index] = pickle.loads(data)
             next_item = index + 1
+            if on_item is not None:
+                on_item(len(results))
     finally:
         os.close(read_fd)
         if killed or next_item < count:
