@@ -206,6 +206,8 @@ def _corpus_cache(folder: str | None) -> CorpusCache | None:
     be a folder."""
     if folder is None:
         return None
+    if Path(folder).exists() and not Path(folder).is_dir():
+        raise CommandError(f"{folder}: error: cannot use as the cache folder: not a folder")
     try:
         return CorpusCache(folder)
     except OSError as error:

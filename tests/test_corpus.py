@@ -126,6 +126,7 @@ def test_single_file_json_keeps_its_shape(capsys):
     (["--kernel-timeout", "0"], "error: --kernel-timeout must be a number of seconds above 0"),
     (["--kernel-timeout", "nan"], "error: --kernel-timeout must be a number of seconds"),
     (["--cache", "/dev/null/cache"], "/dev/null/cache: error: cannot use as the cache folder"),
+    (["--cache", str(SAMPLES / "reports" / "bra_uni.cu")], "cache folder: not a folder"),
 ])
 def test_analyze_usage_errors_are_one_line(capsys, args, message):
     try:
