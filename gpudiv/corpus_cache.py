@@ -19,6 +19,7 @@ import os
 import pickle
 import tempfile
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 import clingo
@@ -36,10 +37,15 @@ _CODE_SUFFIXES = {".py", ".lp", ".lark", ".json"}
 def code_fingerprint() -> str:
     """A hash of the installed gpudiv package (code, grammar, rules) and clingo's version."""
     digest = hashlib.sha256(f"{CACHE_FORMAT} clingo {clingo.__version__}".encode())
-    for path in sorted(_PACKAGE.rglob("*")):
-        if path.suffix in _CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(_PACKAGE)).encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
+    # the grammar and rule folders are found as resources: an editable install maps them
+    # to folders outside the package's own
+    folders = [_PACKAGE, *(Path(str(resources.files(f"gpudiv.{name}")))
+                           for name in ("grammar", "rules"))]
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in _CODE_SUFFIXES and path.is_file() \
+                    and "__pycache__" not in path.parts:
+                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
