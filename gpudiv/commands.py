@@ -240,7 +240,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             if len(paths) > 1:
                 task = progress.add_task("analysing", total=len(paths))
             if job_count(args.jobs) == 1 or len(paths) == 1:
-                stage_task = progress.add_task("", total=None)
+                stage_task = progress.add_task(f"{paths[0]}: analysing" if len(paths) == 1
+                                               else "", total=None)
 
     def stage(path: str, what: str, done: int, total: int) -> None:
         if progress is None or stage_task is None:
