@@ -5,7 +5,9 @@ included) on two corpora: the bundled `samples/` folder and a folder of N random
 programs (`gpudiv.randprog.random_program`, seeds 0…N-1, `--statements` statements each).
 For each corpus it prints the median wall time of `analyze --format json` with `--jobs 1`
 and with `--jobs 2` (and the speed-up), and of `facts --format souffle` (input facts only)
-and `facts --derived simple` beside the analysis.
+and `facts --derived simple` beside the analysis; then, on a copy of the corpus, the
+analysis with `--cache` into an empty folder (cold), again (warm: every file read back),
+and after appending a comment to one file (only that file analysed again).
 
     python benchmarks/bench_corpus.py [--programs 200] [--statements 40] [--repeat 3] [--json]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,6 +69,22 @@ def measure(name: str, folder: Path, repeat: int, scratch: Path) -> dict:
     row["facts_derived"] = timed(["facts", str(folder), "-o", str(scratch / f"{name}-derived"),
                                   "--derived", "simple"], repeat, scratch)
     row["startup"] = timed(["rules"], repeat, scratch)
+    row.update(measure_cache(name, folder, scratch))
+    return row
+
+
+def measure_cache(name: str, folder: Path, scratch: Path) -> dict:
+    """`analyze --cache` on a copy of the corpus: cold, warm, and after editing one file
+    (one run each: a repeat would find the cache warm)."""
+    copy = scratch / f"{name}-copy".replace(" ", "_")
+    shutil.copytree(folder, copy)
+    cache = scratch / f"{name}-cache".replace(" ", "_")
+    args = ["analyze", str(copy), "--format", "json", "-o", os.devnull, "--cache", str(cache)]
+    row = {"cache_cold": timed(args, 1, scratch), "cache_warm": timed(args, 1, scratch)}
+    edited = sorted(p for p in copy.rglob("*") if p.suffix in (".musimd", ".ptx"))[0]
+    comment = "//" if edited.suffix == ".ptx" else "#"
+    edited.write_text(edited.read_text() + f"\n{comment} edited\n")
+    row["cache_one_edited"] = timed(args, 1, scratch)
     return row
 
 
@@ -98,13 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"gpudiv corpus runs (median of {args.repeat}, seconds, "
                         f"{os.cpu_count()} CPUs)")
     for column in ("corpus", "files", "analyze -j1", "analyze -j2", "speed-up", "facts",
-                   "facts --derived", "start-up"):
+                   "facts --derived", "start-up", "cache cold", "warm", "one edited"):
         table.add_column(column, justify="right")
     for row in rows:
         table.add_row(row["corpus"], str(row["files"]), f"{row['analyze_j1']:.2f}",
                       f"{row['analyze_j2']:.2f}", f"{row['speedup']:.2f}x",
                       f"{row['facts']:.2f}", f"{row['facts_derived']:.2f}",
-                      f"{row['startup']:.2f}")
+                      f"{row['startup']:.2f}", f"{row['cache_cold']:.2f}",
+                      f"{row['cache_warm']:.2f}", f"{row['cache_one_edited']:.2f}")
     Console(width=140).print(table)
     return 0
 

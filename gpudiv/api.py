@@ -73,13 +73,16 @@ def _program(source: str | Path | ir.Program) -> ir.Program:
 
 def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
             block: BlockShape | str | tuple[int, ...] | None = None,
-            on_progress: Callable[[str, int, int], None] | None = None) -> FileAnalysis:
+            on_progress: Callable[[str, int, int], None] | None = None,
+            kernel_timeout: float | None = None) -> FileAnalysis:
     """Analyse every kernel of a file (path) or parsed program. `block` is the block
     shape of every launch (`"32x8"`, `(32, 8)`, a BlockShape): with it `%ntid.*` are
     constants and, when X % 32 == 0, `%tid.y`/`%tid.z` are warp-uniform (PTX only; a
     kernel's `.reqntid` wins). ValueError for a shape that cannot launch.
     `on_progress(stage, done, total)` hears of the stages of long work: "reading" (0, 0)
-    before a file is read, then each kernel "preparing" (CFG, SSA, facts) and "solving"."""
+    before a file is read, then each kernel "preparing" (CFG, SSA, facts) and "solving".
+    `kernel_timeout`: seconds each kernel's analysis may take; a kernel that overruns is
+    not analysed and gets an error diagnostic that says so (the others are analysed)."""
     if on_progress is not None and not isinstance(source, ir.Program):
         on_progress("reading", 0, 0)
     program = _program(source)
@@ -89,7 +92,8 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
                           dict(program.parse_ms))
     for kernel, kernel_result in zip(program.kernels,
                                      driver.run(program.kernels, shape,
-                                                on_progress=on_progress),
+                                                on_progress=on_progress,
+                                                kernel_timeout=kernel_timeout),
                                      strict=True):
         if isinstance(kernel_result, RuleError):
             text = str(in_context(kernel_result, program.path, kernel.loc,

@@ -26,6 +26,7 @@ from gpudiv.wording import count
 
 if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpudiv --help`)
     from gpudiv.corpus import FileOutcome
+    from gpudiv.corpus_cache import CorpusCache
     from gpudiv.launch_shape import BlockShape
     from gpudiv.solve import Budget
 
@@ -217,6 +218,22 @@ def block_option(args: argparse.Namespace) -> BlockShape | None:
         raise CommandError(f"error: {error}") from None
 
 
+def _corpus_cache(folder: str | None) -> CorpusCache | None:
+    """The `--cache` folder (created when missing), or None; CommandError when it cannot
+    be a folder."""
+    if folder is None:
+        return None
+    if Path(folder).exists() and not Path(folder).is_dir():
+        raise CommandError(f"{folder}: error: cannot use as the cache folder: not a folder")
+    from gpudiv.corpus_cache import CorpusCache
+
+    try:
+        return CorpusCache(folder)
+    except OSError as error:
+        raise CommandError(f"{folder}: error: cannot use as the cache folder: "
+                           f"{error.strerror or error}") from None
+
+
 @one_line_errors
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse files and folders; print or write the report."""
@@ -227,6 +244,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     block_option(args)
     if args.jobs < 0:
         raise CommandError("error: --jobs must be 0 (one per CPU) or more")
+    if args.kernel_timeout is not None and not 0 < args.kernel_timeout < 1e9:
+        raise CommandError("error: --kernel-timeout must be a number of seconds above 0")
+    cache = _corpus_cache(args.cache)
     paths = collect_inputs(args.files)
     progress = progress_display(len(paths))
     task = None
@@ -240,7 +260,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             if len(paths) > 1:
                 task = progress.add_task("analysing", total=len(paths))
             if job_count(args.jobs) == 1 or len(paths) == 1:
-                stage_task = progress.add_task("", total=None)
+                stage_task = progress.add_task(f"{paths[0]}: analysing" if len(paths) == 1
+                                               else "", total=None)
 
     def stage(path: str, what: str, done: int, total: int) -> None:
         if progress is None or stage_task is None:
@@ -269,12 +290,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         run = analyze_corpus(paths, args.analysis, args.jobs, on_done=done,
                              on_started=started, lean=args.format != "html",
                              block=block_option(args),
-                             on_progress=stage if progress is not None else None)
+                             on_progress=stage if progress is not None else None,
+                             cache=cache, kernel_timeout=args.kernel_timeout)
     finally:
         if progress is not None:
             progress.stop()
     files, failures = run.files, run.failures
-    summary = summarize(files, failures, len(paths), run.jobs, run.wall_s)
+    summary = summarize(files, failures, len(paths), run.jobs, run.wall_s, run.cached)
     corpus = len(paths) > 1 or any(Path(p).is_dir() for p in args.files)
     if args.format == "json":
         document = analysis_json(files)
@@ -469,6 +491,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help="the divergence analysis")
     analyze.add_argument("--jobs", "-j", type=int, default=1,
                          help="parallel processes (0: one per CPU)")
+    analyze.add_argument("--cache", metavar="DIR",
+                         help="keep each file's outcome in this folder, keyed by a hash of "
+                              "its text, the analysis and the rule files; files unchanged "
+                              "since an earlier run are read back, not analysed")
+    analyze.add_argument("--kernel-timeout", type=float, metavar="S",
+                         help="seconds each kernel's analysis may take; a kernel that takes "
+                              "longer is reported as not analysed and the run goes on")
     analyze.add_argument("--output", "-o", help="write the report to this file")
     analyze.add_argument("--brief", action="store_true",
                          help="text: only the findings and the run summary")

@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 
 from gpudiv.cli import main
-from gpudiv.corpus import CorpusError, analyze_corpus, collect_inputs, suffixes, summarize
+from gpudiv.corpus import (
+    CorpusError,
+    analyze_corpus,
+    collect_inputs,
+    kernel_parts,
+    plan_tasks,
+    suffixes,
+    summarize,
+)
+from gpudiv.corpus_cache import CorpusCache
 from gpudiv.load import LANGUAGES
 
 SAMPLES = Path(__file__).parents[1] / "samples"
@@ -114,6 +123,10 @@ def test_single_file_json_keeps_its_shape(capsys):
     (["--format", "pdf"], "gpudiv analyze: error: argument --format: invalid choice: 'pdf'"),
     (["--jobs", "-1"], "error: --jobs must be 0 (one per CPU) or more"),
     (["-o", "/nonexistent-dir/report.html"], "cannot write: no such directory"),
+    (["--kernel-timeout", "0"], "error: --kernel-timeout must be a number of seconds above 0"),
+    (["--kernel-timeout", "nan"], "error: --kernel-timeout must be a number of seconds"),
+    (["--cache", "/dev/null/cache"], "/dev/null/cache: error: cannot use as the cache folder"),
+    (["--cache", str(SAMPLES / "reports" / "bra_uni.cu")], "cache folder: not a folder"),
 ])
 def test_analyze_usage_errors_are_one_line(capsys, args, message):
     try:
@@ -141,3 +154,83 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):
     err = capsys.readouterr().err
     files = len(list((SAMPLES / "musimd").glob("*.musimd")))
     assert "analysing" in err and f"{files}/{files}" in err
+
+
+def _classes(run) -> list:
+    """Every kernel's variable and branch classes and every diagnostic, in order."""
+    return [(f.path, [(k.name, [(v.name, v.klass, v.value) for v in k.variables],
+                       [(b.label, b.divergent) for b in k.branches]) for k in f.kernels],
+             [str(d) for d in f.diagnostics], [fd.rule_id for fd in f.findings()])
+            for f in run.files]
+
+
+def test_cache_reanalyses_only_the_edited_file(corpus, tmp_path, capsys):
+    paths = collect_inputs([corpus])
+    cache = CorpusCache(tmp_path / "cache")
+    first = analyze_corpus(paths, cache=cache, lean=True)
+    # every file's outcome is stored (failures to read or parse are decided by the text)
+    assert first.cached == 0 and cache.stored == len(paths)
+    again = analyze_corpus(paths, cache=CorpusCache(tmp_path / "cache"), lean=True)
+    assert again.cached == len(paths) and _classes(again) == _classes(first)
+    assert again.failures == first.failures
+    edited = corpus / "a.musimd"
+    edited.write_text(edited.read_text().replace("d = 0", "d = tid"))
+    third = analyze_corpus(paths, cache=CorpusCache(tmp_path / "cache"), lean=True)
+    assert [o.cached for o in third.outcomes] == [p != str(edited) for p in paths]
+    assert third.files[0].kernels[0].variable("d#1").klass != "constant"
+    # a damaged entry is a miss, not an error; another analysis has its own entries
+    for entry in (tmp_path / "cache").rglob("*.pickle"):
+        entry.write_bytes(b"damaged")
+    fourth = analyze_corpus(paths, cache=CorpusCache(tmp_path / "cache"), lean=True)
+    assert fourth.cached == 0 and _classes(fourth) == _classes(third)
+    other = analyze_corpus(paths, "simple", cache=CorpusCache(tmp_path / "cache"), lean=True)
+    assert other.cached == 0
+    # from the command line, the summary says how many files came from the cache
+    code, out, _ = run_cli(capsys, "analyze", "--brief", "--cache", str(tmp_path / "cache"),
+                           str(corpus))
+    assert code == 2 and "(2 analysed, 2 failed, 4 from the cache)" in out
+
+
+def test_kernel_timeout_reports_kernels_not_analysed(corpus, tmp_path):
+    paths = collect_inputs([corpus])
+    cache = CorpusCache(tmp_path / "cache")
+    # no kernel's analysis (fork, CFG, SSA, solve) fits in a microsecond
+    run = analyze_corpus(paths, kernel_timeout=1e-6, cache=cache)
+    reasons = dict(run.failures)
+    assert "not analysed: its analysis took more than 1e-06 s" in reasons[str(corpus /
+                                                                            "a.musimd")]
+    assert run.files[0].kernels == [] and "kernel sumTriangle" in reasons[paths[0]]
+    # only the file that cannot be read is stored, never one with a kernel that timed out
+    assert cache.stored == 1 and "(and 1 more errors)" in reasons[str(corpus / "deep" /
+                                                                       "broken.musimd")]
+    roomy = analyze_corpus(paths, kernel_timeout=600)
+    assert _classes(roomy) == _classes(analyze_corpus(paths))
+
+
+def test_kernel_parts_are_runs_of_consecutive_kernels_of_equal_size():
+    assert kernel_parts([10, 10, 10, 10], 2) == [[0, 1], [2, 3]]
+    assert kernel_parts([100, 1, 1, 1], 2) == [[0], [1, 2, 3]]
+    assert sum(kernel_parts([5], 3), []) == [0] and len(kernel_parts([5], 3)) == 3
+    parts = kernel_parts(list(range(1, 40)), 4)
+    assert sum(parts, []) == list(range(39)) and all(parts)
+
+
+def test_a_dominating_file_is_cut_by_kernels(tmp_path):
+    big = SAMPLES / "ptx" / "texture_object_coords.ptx"
+    small = tmp_path / "small.musimd"
+    shutil.copy(SAMPLES / "musimd" / "avgSquare.musimd", small)
+    tasks = plan_tasks([str(small), str(big)], 2)
+    assert tasks[:2] == [(str(big), 0, 2), (str(big), 1, 2)] and tasks[2][0] == str(small)
+    assert plan_tasks([str(small), str(big)], 1) == [(str(big), 0, 1), (str(small), 0, 1)]
+    serial = analyze_corpus([str(big)], jobs=1, lean=True)
+    parallel = analyze_corpus([str(big)], jobs=2, lean=True)
+    assert parallel.jobs == 2 and len(serial.files[0].kernels) == 5
+    assert _classes(parallel) == _classes(serial)
+
+
+def test_a_cache_folder_that_cannot_be_written_never_stops_the_run(tmp_path):
+    cache = CorpusCache(tmp_path / "cache")
+    shutil.rmtree(tmp_path / "cache")
+    (tmp_path / "cache").write_text("a file where the folder was")
+    run = analyze_corpus([str(SAMPLES / "musimd" / "avgSquare.musimd")], cache=cache)
+    assert run.failures == [] and cache.stored == 0 and run.cached == 0

@@ -24,6 +24,7 @@ MODULES = {
     "oracle": "verify", "randprog": "verify",
     "api": "report", "report": "report", "sarif": "report", "htmlreport": "report",
     "dot": "report", "export": "report", "corpus": "report", "experiment": "report",
+    "corpus_cache": "report",
     "cli": "cli", "commands": "cli", "transform_cli": "cli", "structure_cli": "cli",
     "fuse_cli": "cli",
     "compare": "cli",

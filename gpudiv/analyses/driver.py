@@ -21,6 +21,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from gpudiv import ir
+from gpudiv.analyses.isolation import each_in_child
 from gpudiv.analyses.results import KernelResult
 from gpudiv.cfg import build_cfg, region_walk, region_work
 from gpudiv.facts import RELATIONS, facts_text
@@ -207,8 +208,8 @@ class Analysis:
 
     def run(self, kernels: list[ir.Kernel],
             block: BlockShape | None = None,
-            on_progress: Callable[[str, int, int], None] | None = None
-            ) -> list[KernelResult | RuleError]:
+            on_progress: Callable[[str, int, int], None] | None = None,
+            kernel_timeout: float | None = None) -> list[KernelResult | RuleError]:
         """Analyse kernels (e.g. all of a file); per kernel its result or its rule error
         (a `SizeLimit` for a kernel too large to analyse). `block`: the block shape of
         every launch (a kernel's `.reqntid` wins). `on_progress(stage, done, total)` hears
@@ -217,9 +218,28 @@ class Analysis:
 
         With the cyclic garbage collector paused throughout: turning hundreds of thousands
         of atoms into tuples and results made it rescan every live IR object again and
-        again (a 50,000-instruction kernel spent about half its time there)."""
+        again (a 50,000-instruction kernel spent about half its time there).
+
+        `kernel_timeout`: seconds each kernel may take (CFG to results); a kernel that
+        overruns is a `KernelTimeout` (`gpudiv.analyses.isolation`: the kernels are then
+        analysed one by one in a forked child, without sharing clingo runs)."""
         with paused_gc():
+            if kernel_timeout:
+                return self._run_limited(kernels, block, on_progress, kernel_timeout)
             return self._run(kernels, block, on_progress)
+
+    def _run_limited(self, kernels: list[ir.Kernel], block: BlockShape | None,
+                     on_progress: Callable[[str, int, int], None] | None,
+                     seconds: float) -> list[KernelResult | RuleError]:
+        """`run` with every kernel alone in a child process under a deadline."""
+        def one(i: int) -> KernelResult | RuleError:
+            return self._run([kernels[i]], block, None)[0]
+
+        def solved(done: int) -> None:
+            if on_progress is not None:
+                on_progress("solving", done, len(kernels))
+
+        return each_in_child(len(kernels), one, seconds, solved)
 
     def _run(self, kernels: list[ir.Kernel], block: BlockShape | None,
              on_progress: Callable[[str, int, int], None] | None
