@@ -295,6 +295,16 @@ BKF_SHOWN = ("ndsafe", "xdsafe", "ndnearliest", "xdnearliest", "ndelayed", "xdel
 FKF_SHOWN = ("nsinkable", "xsinkable", "ninsert", "xinsert")
 
 
+def _fuse_at(session: _Session, step: Step, n: int, order: tuple[int, int], k: int) -> None:
+    """Replace the launch at node n by the fusion of the launches at `order` (first runs
+    first), recording it in step."""
+    node = session.prog.nodes[n]
+    step.fused_with, step.fused_line = node.stmt.kernel, node.loc.line
+    fused = session.fused_kernel(order[0], order[1], n, k, step)
+    step.fused_name = fused.kernel
+    node.stmt = fused
+
+
 def bkf(session: _Session, k: int) -> Step | None:
     """Hoist and fuse the launch at k by BKF; None when no fusion point is latest."""
     prog = session.prog
@@ -311,11 +321,7 @@ def bkf(session: _Session, k: int) -> Step | None:
     step.predicates["xfusible"] = [f"n{n}" for n in sorted(points)]
     for n in sorted(latest):
         if n in points:
-            step.fused_with = prog.nodes[n].stmt.kernel
-            step.fused_line = prog.nodes[n].loc.line
-            fused = session.fused_kernel(n, k, n, k, step)
-            step.fused_name = fused.kernel
-            prog.nodes[n].stmt = fused
+            _fuse_at(session, step, n, (n, k), k)
         else:
             m = _insert_after(prog, n, launch, prog.nodes[k].loc)
             step.compensation.append(f"exit of {_describe(prog, n)} as n{m}")
@@ -344,11 +350,7 @@ def fkf(session: _Session, k: int) -> Step | None:
     step.predicates["nfusable"] = [f"n{n}" for n in sorted(points)]
     for n in sorted(ninsert):
         if n in points:
-            step.fused_with = prog.nodes[n].stmt.kernel
-            step.fused_line = prog.nodes[n].loc.line
-            fused = session.fused_kernel(k, n, n, k, step)
-            step.fused_name = fused.kernel
-            prog.nodes[n].stmt = fused
+            _fuse_at(session, step, n, (k, n), k)
         else:
             m = _insert_before(prog, n, launch, prog.nodes[k].loc)
             step.compensation.append(f"entry of {_describe(prog, n)} as n{m}")
