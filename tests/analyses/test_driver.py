@@ -44,7 +44,7 @@ def kernels_of(path: Path):
     return program.kernels
 
 
-@pytest.mark.parametrize("name", ["simple", "affine2"])
+@pytest.mark.parametrize("name", ["simple", pytest.param("affine2", marks=pytest.mark.slow)])
 def test_joint_runs_equal_kernels_solved_alone_on_every_ptx_sample(name):
     analysis = ANALYSES[name]
     checked = 0
