@@ -65,6 +65,13 @@ def register(cls: type[Pass]) -> type[Pass]:
     return cls
 
 
+def kernel_language(kernel: ir.Kernel) -> str:
+    """`ptx` for a kernel read from PTX (register types recorded, or PTX opcodes), else
+    `musimd`."""
+    ptx = "reg_types" in kernel.attrs or any("opcode" in i.attrs for i in kernel.instructions())
+    return "ptx" if ptx else "musimd"
+
+
 def get_pass(name: str, **options: object) -> Pass:
     """A configured pass by name; PassError lists the known names."""
     if name not in PASSES:

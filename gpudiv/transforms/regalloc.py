@@ -34,7 +34,7 @@ from gpudiv import ir
 from gpudiv.printers import PrintError
 from gpudiv.printers.musimd import instruction_text
 from gpudiv.transforms import traits
-from gpudiv.transforms.base import Pass, PassError, register
+from gpudiv.transforms.base import Pass, PassError, kernel_language, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.linear_scan import Assignment, conflicts, linear_scan
 from gpudiv.transforms.liveness import LivenessError, liveness
@@ -189,10 +189,6 @@ def _copy_assigned_params(kernel: ir.Kernel) -> None:
         rewriter.insert_at_start(kernel.blocks[0].label, _assign(fresh, None, ir.Var(param)))
 
 
-def _is_ptx(kernel: ir.Kernel) -> bool:
-    return "reg_types" in kernel.attrs or any("opcode" in i.attrs for i in kernel.instructions())
-
-
 @register
 class RegisterAllocation(Pass):
     """Linear scan with a register budget; spills placed by the chosen allocator."""
@@ -210,7 +206,7 @@ class RegisterAllocation(Pass):
                             f"{', '.join(ALLOCATORS)})")
         if registers < 1:
             raise PassError("the register budget must be at least 1")
-        if _is_ptx(kernel):
+        if kernel_language(kernel) == "ptx":
             raise PassError(f"kernel {kernel.name}: regalloc rewrites μ-SIMD kernels only "
                             "(PTX is not supported yet)")
         work = clone_kernel(kernel)

@@ -28,7 +28,7 @@ from gpudiv.cfg import EXIT, successor_labels
 from gpudiv.dominators import immediate_dominators
 from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms import traits
-from gpudiv.transforms.base import Pass, PassError, register
+from gpudiv.transforms.base import Pass, PassError, kernel_language, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
 from gpudiv.transforms.lcm import prepare
@@ -42,11 +42,6 @@ from gpudiv.transforms.sscm import branch_blocks, divergent_blocks
 
 Relations = dict[str, set[tuple]]
 ENTRY, VIRTUAL_EXIT = "entry", "exit"
-
-
-def language_of(kernel: ir.Kernel) -> str:
-    """`ptx` for a kernel read from PTX, else `musimd`."""
-    return "ptx" if any("opcode" in i.attrs for i in kernel.instructions()) else "musimd"
 
 
 def control_facts(count: int, edges: list[tuple[int, int]], ends: set[int],
@@ -271,7 +266,7 @@ def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
     work = clone_kernel(kernel)
     if not prepare(work):
         return kernel
-    language = language_of(work)
+    language = kernel_language(work)
     changed = False
     if hoist_at is not None:
         model = build_load_model(work, language)
