@@ -33,6 +33,17 @@ def clone_program(program: ir.Program) -> ir.Program:
     return copy.deepcopy(program)
 
 
+def flag_type(kernel: ir.Kernel) -> str:
+    """The register type of a new flag: a predicate in PTX, the only type in μ-SIMD."""
+    return "pred" if "ptx_source" in kernel.attrs else "s32"
+
+
+def set_flag(flag: str, value: int, loc: ir.Loc) -> ir.Instruction:
+    """`flag = value`."""
+    return ir.Instruction(ir.ASSIGN, loc, dest=flag, args=(ir.Const(value),),
+                          operator="copy", text=f"{flag} = {value}")
+
+
 class Rewriter:
     """Edits one kernel in place."""
 

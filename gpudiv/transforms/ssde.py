@@ -34,7 +34,7 @@ from gpudiv.analyses.results import KernelResult
 from gpudiv.cfg import EXIT, build_cfg, successor_labels
 from gpudiv.solve import RuleError
 from gpudiv.transforms.base import Pass, PassError, register
-from gpudiv.transforms.builder import Rewriter
+from gpudiv.transforms.builder import Rewriter, flag_type, set_flag
 
 STATS = "transform_stats"
 
@@ -81,17 +81,6 @@ def _anchor(kernel: ir.Kernel, block: str, pos: int) -> tuple:
     if pos < len(instructions):
         return ("before", instructions[pos].id)
     return ("after", instructions[-1].id)
-
-
-def _flag_type(kernel: ir.Kernel) -> str:
-    """The register type of a flag: a predicate in PTX, the only type in μ-SIMD."""
-    return "pred" if "ptx_source" in kernel.attrs else "s32"
-
-
-def _set(flag: str, value: int, loc: ir.Loc) -> ir.Instruction:
-    """`flag = value`."""
-    return ir.Instruction(ir.ASSIGN, loc, dest=flag, args=(ir.Const(value),),
-                          operator="copy", text=f"{flag} = {value}")
 
 
 def _jump(target: str, loc: ir.Loc) -> ir.Instruction:
@@ -225,11 +214,11 @@ def _route_latch(rewriter: Rewriter, latch: str, header: str, flag: str,
     blocks added (a branch edge gets a block of its own)."""
     term = rewriter.kernel.block(latch).terminator
     if term is not None and term.kind == ir.JUMP and term.target == header:
-        rewriter.insert_before(term, _set(flag, 1, term.loc))
+        rewriter.insert_before(term, set_flag(flag, 1, term.loc))
         rewriter.retarget(latch, header, switch)
         return 0
     edge = rewriter.split_edge(latch, header, rewriter.fresh_label(f"ssde_latch_{latch}"))
-    rewriter.insert_at_start(edge.label, _set(flag, 1, edge.loc))
+    rewriter.insert_at_start(edge.label, set_flag(flag, 1, edge.loc))
     rewriter.retarget(edge.label, header, switch)
     return 1
 
@@ -248,18 +237,18 @@ def rewrite(kernel: ir.Kernel, plans: list[Plan], loop_first: bool = False
     groups: dict[Point, list[Plan]] = {}
     for plan in plans:
         groups.setdefault(points[plan.loop], []).append(plan)
-    flag_type = _flag_type(kernel)
+    register_type = flag_type(kernel)
     registers = edge_blocks = 0
     safe_points = []
     for point, members in groups.items():
         cases, routes = [], []
         for plan in members:
             for header in dict.fromkeys(h for _, h in latches[plan.loop]):
-                flag = rewriter.fresh_register("ssde_flag", flag_type)
+                flag = rewriter.fresh_register("ssde_flag", register_type)
                 registers += 1
-                entry.instructions.append(rewriter.new(_set(flag, 0, loc)))
+                entry.instructions.append(rewriter.new(set_flag(flag, 0, loc)))
                 head = kernel.block(header)
-                rewriter.insert_at_start(header, _set(flag, 0, head.loc))
+                rewriter.insert_at_start(header, set_flag(flag, 0, head.loc))
                 cases.append((flag, header))
                 routes += [(t, header, flag) for t, h in latches[plan.loop] if h == header]
         switch = _chain(rewriter, point, cases, loc, loop_first)

@@ -28,7 +28,7 @@ from gpudiv.analyses.structure import (
     block_graph,
 )
 from gpudiv.transforms.base import Pass, PassError, register
-from gpudiv.transforms.builder import Rewriter
+from gpudiv.transforms.builder import Rewriter, flag_type, set_flag
 
 STATS = "transform_stats"
 
@@ -95,17 +95,6 @@ def _named(rewriter: Rewriter, label: str) -> str:
     return name
 
 
-def _flag_type(kernel: ir.Kernel) -> str:
-    """The register type of a new flag: a predicate in PTX, the only type in μ-SIMD."""
-    return "pred" if "ptx_source" in kernel.attrs else "s32"
-
-
-def _set(flag: str, value: int, loc: ir.Loc) -> ir.Instruction:
-    """`flag = value`."""
-    return ir.Instruction(ir.ASSIGN, loc, dest=flag, args=(ir.Const(value),),
-                          operator="copy", text=f"{flag} = {value}")
-
-
 def _exit_through(rewriter: Rewriter, source: str, target: str, body: set[str],
                   new_target: str) -> None:
     """Make the exit edge source → target (of a loop with blocks `body`) go to
@@ -144,12 +133,12 @@ def cut(rewriter: Rewriter, edges: list[UnstructuredEdge]) -> int:
     flags: dict[str, str] = {}
     for e in edges:
         if e.target not in flags:
-            flags[e.target] = rewriter.fresh_register("cut_flag", _flag_type(kernel))
-            rewriter.insert_at_start(header, _set(flags[e.target], 0, loc))
+            flags[e.target] = rewriter.fresh_register("cut_flag", flag_type(kernel))
+            rewriter.insert_at_start(header, set_flag(flags[e.target], 0, loc))
     for e in edges:
-        rewriter.insert_at_end(e.source, _set(flags[e.target], 1, loc))
+        rewriter.insert_at_end(e.source, set_flag(flags[e.target], 1, loc))
         for inside in sorted(set(graph.successors(e.source)) & body - {header}):
-            rewriter.insert_at_start(inside, _set(flags[e.target], 0, loc))
+            rewriter.insert_at_start(inside, set_flag(flags[e.target], 0, loc))
     where = rewriter.detached_position()
     if where is None or header is None or main is None:
         raise PassError(f"kernel {kernel.name}: no place for the exit checks of loop {header}")
