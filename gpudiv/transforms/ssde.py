@@ -16,7 +16,10 @@ that reaches BB_S other than through a back edge therefore has every flag at 0, 
 the paper's "fake paths never execute" argument. BB_S is a chain of `bnz flag, header`
 blocks that falls through to SafePDom, so the reconvergence point of every branch whose
 paths meet at SafePDom becomes BB_S for the ipdom stack, the PTX interpreter, GPUs and
-the printed PTX alike (the chain is where the new reconvergence point is written).
+the printed PTX alike. The pass also writes it into the IR: every branch whose lanes now
+meet at a BB_S names it as its reconvergence point (`ir.RECONVERGE`, printed as
+`# gpudiv: reconverge BB_S` / `// gpudiv: reconverge BB_S`), which the `sync` and
+`aware` policies honour; a kernel written for `sync` gets `sync`s instead (`resync`).
 A safe point in the middle of a block splits it; a safe point at the kernel's end gets
 one exit block that every normal `stop`/`ret` jumps to. Kernels that the deadlock
 report assumes safe (`gpudiv: warp-synchronous` pragma, `assume_safe` option) are left
@@ -31,7 +34,7 @@ from pathlib import Path
 from gpudiv import ir
 from gpudiv.analyses import deadlock
 from gpudiv.analyses.results import KernelResult
-from gpudiv.cfg import EXIT, build_cfg, successor_labels
+from gpudiv.cfg import EXIT, build_cfg, reconvergence_points, successor_labels
 from gpudiv.solve import RuleError
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, flag_type, set_flag
@@ -257,12 +260,38 @@ def rewrite(kernel: ir.Kernel, plans: list[Plan], loop_first: bool = False
         safe_points.append({"switch": switch, "point": point[1] if point[0] == "block"
                             else f"after {point[1]}",
                             "loops": [plan.loop for plan in members]})
+    marks = 0 if loop_first else mark_reconvergence(
+        kernel, {p["switch"]: p["point"] for p in safe_points})
     return {"flagged_loops": len(plans), "switch_blocks": len(groups),
             "registers_added": registers, "latch_blocks": edge_blocks,
             "instructions_before": size, "instructions_after": kernel.instruction_count,
             "instructions_added": kernel.instruction_count - size,
             "blocks_before": blocks, "blocks_after": len(kernel.blocks),
-            "safe_points": safe_points}
+            "safe_points": safe_points, "marked_branches": marks}
+
+
+def mark_reconvergence(kernel: ir.Kernel, switches: dict[str, str]) -> int:
+    """Write the new reconvergence points into the IR (`ir.RECONVERGE`): every
+    conditional branch whose lanes now meet at a switch block names it, and a mark
+    that named the block a switch now stands before names the switch. The number of
+    branches marked."""
+    points = reconvergence_points(build_cfg(kernel))
+    moved = {point: switch for switch, point in switches.items()}
+    count = 0
+    for block in kernel.blocks:
+        term = block.terminator
+        if term is None or term.kind != ir.BRANCH:
+            continue
+        label = points.get(block.label)
+        old = term.attrs.get(ir.RECONVERGE)
+        if label in switches:
+            term.attrs[ir.RECONVERGE] = label
+        elif old is not None and str(old) in moved:
+            term.attrs[ir.RECONVERGE] = moved[str(old)]
+        else:
+            continue
+        count += 1
+    return count
 
 
 def resync(kernel: ir.Kernel) -> int:

@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpudiv import ir
 from gpudiv.analyses.deadlock import analysis, kernel_deadlocks
 from gpudiv.cfg import build_cfg
 from gpudiv.cli import main
+from gpudiv.interp.engine import reconvergence_pcs
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.load import load, parse_text
@@ -88,15 +90,44 @@ def test_golden_before_and_after(name, hangs):
     """The flagged golden cases: the original hangs under ipdom (T6 does not: its locks
     never contend), the rewrite finishes under ipdom with the memory of the original
     under mimd, and `gpudiv deadlock` finds no loop that may deadlock in it."""
-    program, printed, _ = _rewrite(MUSIMD / f"{name}.musimd")
+    program, printed, result = _rewrite(MUSIMD / f"{name}.musimd")
     (old,), (new,) = program.kernels, printed.kernels
     if hangs:
         with pytest.raises(ExecutionError, match="SIMT deadlock|did not finish"):
             run_kernel(old, _launch(old, "ipdom"))
     reference = run_kernel(old, _launch(old, "mimd"))
-    after = run_kernel(new, _launch(new, "ipdom"))
-    assert after.shared == reference.shared
+    for policy in ("ipdom", "sync"):  # sync: at the reconvergence points written below
+        after = run_kernel(new, _launch(new, policy))
+        assert after.shared == reference.shared, policy
     assert _detections(new) == 0
+    switches = {p["switch"] for p in result.kernels[0].attrs["transform_stats"]["safe_points"]}
+    assert set(_marks(new).values()) == switches
+    assert _marks(new) == _marks(result.kernels[0])  # through the μ-SIMD printer and back
+
+
+def _marks(kernel) -> dict[str, str]:
+    """Per block, the reconvergence point its branch names (`ir.RECONVERGE`)."""
+    return {b.label: b.terminator.attrs[ir.RECONVERGE] for b in kernel.blocks
+            if b.terminator is not None and ir.RECONVERGE in b.terminator.attrs}
+
+
+def test_reconvergence_points_are_written_and_honoured():
+    """T1: the loop's exit branch names BB_S (the paper's new RPC); the `sync` machine
+    reconverges there (its pc), and the mark moved back to the loop's old reconvergence
+    point C (now C1, before the release) makes the rewrite hang again under `sync`: the
+    mark, not the CFG alone, decides where `sync` reconverges."""
+    _, printed, _ = _rewrite(MUSIMD / "deadlock_t1_spin_lock.musimd")
+    (kernel,) = printed.kernels
+    (switch,) = set(_marks(kernel).values())
+    start, count = {}, 0
+    for block in kernel.blocks:
+        start[block.label] = count
+        count += len(block.instructions)
+    assert reconvergence_pcs(kernel, start, count, True)["SPIN"] == start[switch]
+    kernel.block("SPIN").terminator.attrs[ir.RECONVERGE] = "CRIT"
+    with pytest.raises(ExecutionError, match="SIMT deadlock|did not finish"):
+        run_kernel(kernel, _launch(kernel, "sync"))
+    run_kernel(kernel, _launch(kernel, "ipdom"))  # ipdom ignores the mark
 
 
 @pytest.mark.parametrize("name", ["deadlock_t2_safe_lock", "deadlock_t7_all_controlled",
@@ -112,8 +143,9 @@ def test_unflagged_kernels_are_left_alone(name):
 @pytest.mark.slow
 def test_ptx_rewrite_runs_and_ptxas_accepts_it(tmp_path):
     """CUDA sample (nvcc -O3): the Fig. 1 lock and the two ordered locks hang under ipdom;
-    rewritten, they finish with the memory of the original under mimd, and ptxas accepts
-    the printed PTX."""
+    rewritten, they finish under ipdom and sync with the memory of the original under
+    mimd, their reconvergence marks name the switch blocks and survive the PTX printer,
+    and ptxas accepts the printed PTX."""
     program, printed, result = _rewrite(SAMPLES / "cuda" / "deadlock_locks.O3.ptx")
     for name in ("spin_lock_fig1", "two_locks"):
         old, new = program.kernel(name), printed.kernel(name)
@@ -122,10 +154,16 @@ def test_ptx_rewrite_runs_and_ptxas_accepts_it(tmp_path):
             run_ptx_kernel(old, PtxLaunch(args={0: _buffer()}, **launch))
         reference = run_ptx_kernel(old, PtxLaunch(args={0: _buffer()}, reconvergence="mimd",
                                                   **launch))
-        after = run_ptx_kernel(new, PtxLaunch(args={0: _buffer()}, **launch))
-        (want,), (got,) = reference.buffers.values(), after.buffers.values()
-        assert (got == want).all() and want[0] > 0
+        for policy in ("ipdom", "sync"):  # sync: at the marks the PTX printer wrote
+            after = run_ptx_kernel(new, PtxLaunch(args={0: _buffer()}, reconvergence=policy,
+                                                  **launch))
+            (want,), (got,) = reference.buffers.values(), after.buffers.values()
+            assert (got == want).all() and want[0] > 0
         assert _detections(new) == 0
+        marks = _marks(result.kernel(name))
+        assert marks and set(marks.values()) <= {b.label for b in new.blocks
+                                                 if b.label.startswith("ssde_switch")}
+        assert _marks(new) == marks
     if shutil.which("ptxas"):
         out = tmp_path / "ssde.ptx"
         out.write_text(print_program(result))
