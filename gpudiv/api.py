@@ -243,15 +243,16 @@ class PolicyRun:
 
 def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -> list[PolicyRun]:
     """Run one launch of a kernel under every reconvergence policy that applies (μ-SIMD:
-    sync when the kernel has `sync`, ipdom, frontier, mimd; PTX: ipdom, frontier, mimd;
-    sync first for a kernel with explicit reconvergence points on its branches)."""
+    sync when the kernel has `sync`, ipdom, aware, frontier, mimd; PTX: ipdom, aware,
+    frontier, mimd; sync first for a kernel with explicit reconvergence points on its
+    branches)."""
     from gpudiv.interp.engine import has_marks
     from gpudiv.interp.musimd import reconvergence_for, run_kernel, time_slots
     from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
     from gpudiv.interp.simt import DeadlockError, ExecutionError
 
     ptx = isinstance(launch, PtxLaunch)
-    policies = ["ipdom", "frontier", "mimd"]
+    policies = ["ipdom", "aware", "frontier", "mimd"]
     if (ptx and has_marks(kernel)) or (not ptx and reconvergence_for(kernel) == "sync"):
         policies.insert(0, "sync")
     runs: list[PolicyRun] = []

@@ -227,12 +227,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.file}: error: --arg, --grid and --block are for PTX "
                            "kernels; a μ-SIMD kernel takes --param NAME=VALUE, --threads "
                            "and --warp")
+    if args.aware_timeout < 0:
+        raise CommandError(f"{args.file}: error: --aware-timeout must not be negative")
     params, shared = _parse_params(args.param), _parse_shared(args.shared)
     for warning in _musimd_params(args.file, kernel, params):
         print(f"{args.file}: {warning}", file=sys.stderr)
     config = LaunchConfig(threads=args.threads, warp_width=args.warp, params=params,
                           shared=shared,
-                          reconvergence=args.reconvergence, max_steps=args.max_steps)
+                          reconvergence=args.reconvergence, max_steps=args.max_steps,
+                          aware_timeout=args.aware_timeout or None)
     if args.compare_reconvergence:
         return print_comparison(kernel.name, api.compare_reconvergence(kernel, config),
                                 args.format)
@@ -325,6 +328,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _register_run_and_check(sub: argparse._SubParsersAction) -> None:
     """Add `run` and `check` to the `gpudiv` subcommand parser."""
     from gpudiv.analyses import ANALYSIS_NAMES, DEFAULT_ANALYSIS
+    from gpudiv.interp.policies import AWARE_TIMEOUT
     from gpudiv.interp.ptx import CHECK_MAX_STEPS as PTX_CHECK_MAX_STEPS
     from gpudiv.interp.simt import RECONVERGENCE_MODES
     from gpudiv.oracle import CHECK_MAX_STEPS
@@ -352,9 +356,14 @@ def _register_run_and_check(sub: argparse._SubParsersAction) -> None:
                         help="initial value of a shared-memory cell (repeat; others are 0)")
     run.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                      help="ipdom (stack, immediate post-dominators), sync (μ-SIMD sync), "
-                          "frontier (earliest reconvergence), mimd (independent threads); "
+                          "frontier (earliest reconvergence), mimd (independent threads), "
+                          "aware (AWARE's FIFO warp splits with timed-out reconvergence); "
                           "auto: sync if the kernel has sync instructions, else ipdom "
                           "(PTX: sync and auto mean ipdom)")
+    run.add_argument("--aware-timeout", type=int, default=AWARE_TIMEOUT, metavar="N",
+                     help="aware: warp steps lanes wait at a reconvergence point before "
+                          "they go on without the others; 0: they wait forever "
+                          f"(default: {AWARE_TIMEOUT})")
     run.add_argument("--compare-reconvergence", action="store_true",
                      help="run the same launch under every policy and print a table")
     ptx = run.add_argument_group("PTX kernels")
@@ -396,7 +405,7 @@ def _register_run_and_check(sub: argparse._SubParsersAction) -> None:
 
 
 _VALUE_OPTIONS = ("--param", "--shared", "--arg", "--seed", "--max-steps", "--threads",
-                  "--warp", "--jobs", "-j", "--dynamic-shared")
+                  "--warp", "--jobs", "-j", "--dynamic-shared", "--aware-timeout")
 
 
 def _joined_values(argv: list[str]) -> list[str]:

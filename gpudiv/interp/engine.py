@@ -262,6 +262,10 @@ class Engine:
                 if why == "barrier":
                     warp.waiting = top[0]
                     return
+                if why == "stuck":
+                    raise sem.error(top[0], top[1], index,
+                                    "barrier in divergent code (lanes wait at it for "
+                                    "lanes of the warp that wait to reconverge)")
                 self._collective(warp, top)
                 continue
             pc = top[0]

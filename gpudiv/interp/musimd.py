@@ -15,6 +15,8 @@ loop, counters, deadlock detection); the reconvergence policies (`interp.policie
   `engine.RECONVERGE_ATTR`) runs under "sync" on the same stack with those points.
 - "frontier": earliest reconvergence; one group of lanes per pc, the lowest pc runs.
 - "mimd": every thread on its own, round-robin one instruction at a time.
+- "aware": AWARE's warp splits in FIFO order, reconverging at immediate post-dominators
+  or the marked points, with `LaunchConfig.aware_timeout` (timed-out reconvergence).
 
 A run whose state repeats stops with `DeadlockError` (SIMT deadlock or infinite loop).
 
@@ -44,7 +46,7 @@ from gpudiv.interp.engine import (  # noqa: F401 - Observer is re-exported
     has_marks,
     reconvergence_pcs,
 )
-from gpudiv.interp.policies import control_for
+from gpudiv.interp.policies import AWARE_TIMEOUT, control_for
 from gpudiv.interp.simt import (  # noqa: F401 - re-exported: the μ-SIMD machine's API
     DETECT_AFTER,
     RECONVERGENCE_MODES,
@@ -88,6 +90,9 @@ class LaunchConfig:
     shared: dict[int, int] = field(default_factory=dict)
     reconvergence: str = "auto"
     max_steps: int = 200_000
+    # `aware`: warp steps that lanes wait at a reconvergence point before they go on
+    # without the others (AWARE's timed-out reconvergence); None: they wait forever.
+    aware_timeout: int | None = AWARE_TIMEOUT
 
 
 @dataclass
@@ -234,7 +239,7 @@ class _Machine:
         self.ops = self._prepare()
         self.end = len(self.ops)
         self.warps = [Warp(w, control_for(policy, tids[w * width:(w + 1) * width].copy(),
-                                          self.counters))
+                                          self.counters, config.aware_timeout))
                       for w in range(warps)]
         # mimd issues one thread's instruction per step: its budget is width times larger
         mimd = policy == "mimd"
@@ -283,8 +288,8 @@ class _Machine:
             start[block.label] = count  # an empty block starts where the next one does
             count += len(block.instructions)
         policy = self.policy
-        rpcs = reconvergence_pcs(self.kernel, start, count, policy == "marked") \
-            if policy in ("ipdom", "marked") else {}
+        rpcs = reconvergence_pcs(self.kernel, start, count, policy in ("marked", "aware")) \
+            if policy in ("ipdom", "marked", "aware") else {}
         ops: list[_Op] = []
         user_label: str | None = None
         for block in self.kernel.blocks:
@@ -515,6 +520,8 @@ def _check_config(config: LaunchConfig) -> None:
         raise ValueError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODES)}")
     if config.max_steps < 0:
         raise ValueError("max_steps must not be negative")
+    if config.aware_timeout is not None and config.aware_timeout < 1:
+        raise ValueError("aware_timeout must be at least 1 (None: no timeout)")
 
 
 def reconvergence_for(kernel: ir.Kernel) -> str:

@@ -14,7 +14,9 @@ which raises `PolicyFault` for a misuse the policy cannot run (the engine locate
   point written on the branch, `gpudiv.interp.engine.RECONVERGE_ATTR`);
 - `SyncStack`: the seed's explicit `sync` stack (Sampaio 2013, Tables 3.3-3.5);
 - `Groups`: entries `[pc, lanes, sel, parked]`, one group of lanes per pc: `frontier`
-  runs the lowest pc and merges groups that meet, `mimd` one thread at a time.
+  runs the lowest pc and merges groups that meet, `mimd` one thread at a time;
+- `Aware`: entries `[pc, lanes, sel, meeting]`, AWARE's warp splits in a FIFO with a
+  reconvergence table (`Meeting`) and timed-out reconvergence.
 """
 
 from __future__ import annotations
@@ -454,11 +456,228 @@ class Groups:
         return [(g[1], g[0]) for g in others]
 
 
-def control_for(policy: str, lanes: np.ndarray, counters: Counters):
+class Meeting:
+    """A reconvergence-table entry of `Aware`: lanes of one warp meet at `rpc`; `pending`
+    have not arrived, `arrived` wait there since the warp's clock read `since`;
+    `parent` is the entry the lanes go on in once they met (None: the whole warp)."""
+
+    __slots__ = ("rpc", "parent", "pending", "arrived", "since")
+
+    def __init__(self, rpc: int, parent: Meeting | None, pending: np.ndarray) -> None:
+        self.rpc = rpc
+        self.parent = parent
+        self.pending = pending
+        self.arrived = EMPTY
+        self.since: int | None = None
+
+
+class Aware:
+    """AWARE's warp splits (ElTantawy & Aamodt, MICRO 2016, §IV-B): entries [pc, lanes,
+    sel, meeting, blocked] in a FIFO; the first one that is not blocked at a barrier
+    runs. Every conditional branch sends the running split to the tail (a divergent one
+    as two splits, the not-taken side first) and opens a `Meeting` at its reconvergence
+    pc unless the split already belongs to one there (a loop branch again). A split that
+    reaches its meeting's pc waits in it; when no lane is pending the lanes go on as one
+    split. Timed-out reconvergence (Fig. 6b): lanes that have waited `timeout` warp
+    steps of their warp (None: never) go on without the others, as a split of the
+    enclosing meeting. A split that reaches a barrier without the rest of the warp is
+    blocked there (its pc stays at the barrier) and goes to the tail; once every live lane is
+    blocked at a barrier the warp waits, and each split goes on after its own."""
+
+    grouped = True  # `current` may find no split to run while lanes wait (`blocked`)
+    mimd = False
+
+    def __init__(self, lanes: np.ndarray, counters: Counters, timeout: int | None) -> None:
+        self.counters = counters
+        self.timeout = timeout
+        self.live = lanes
+        self.fifo: list[list] = [self._split(0, lanes, None)]
+        self.meetings: list[Meeting] = []
+        self.clock = 0
+        self.due: int | None = None  # the earliest clock at which a timeout may fire
+        self.timeouts = 0
+
+    @staticmethod
+    def _split(pc: int, lanes: np.ndarray, meeting: Meeting | None) -> list:
+        """A split [pc, lanes, sel, meeting, blocked] not blocked at a barrier."""
+        split = entry(pc, lanes, meeting)
+        split.append(None)
+        return split
+
+    def current(self) -> list | None:
+        """Fire due timeouts, let splits that reached their meeting wait there; the first
+        split not blocked at a barrier (moved to the head), or None when there is none."""
+        self.clock += 1
+        if self.due is not None and self.clock >= self.due:
+            self._time_out()
+        fifo = self.fifo
+        while True:
+            k = next((k for k, split in enumerate(fifo) if split[4] is None), None)
+            if k is None:
+                if self.due is None or not self._waits():
+                    return None
+                self.clock = max(self.clock, self.due)  # nothing runs until a timeout
+                self._time_out()
+                continue
+            if k:
+                fifo[:] = fifo[k:] + fifo[:k]
+            head = fifo[0]
+            meeting = head[3]
+            if meeting is None or head[0] != meeting.rpc:
+                return head
+            fifo.pop(0)
+            self._arrive(meeting, head[1])
+
+    def _waits(self) -> bool:
+        """Whether lanes wait at a meeting."""
+        return any(len(m.arrived) for m in self.meetings)
+
+    def _arrive(self, meeting: Meeting, lanes: np.ndarray) -> None:
+        """Lanes reach their meeting point: wait, or go on with everyone if they were the
+        last ones pending."""
+        meeting.pending = frozen(np.setdiff1d(meeting.pending, lanes, assume_unique=True))
+        meeting.arrived = frozen(np.union1d(meeting.arrived, lanes))
+        if meeting.since is None:
+            meeting.since = self.clock
+            self._schedule(meeting)
+        if not len(meeting.pending):
+            self._leave(meeting, reconverged=True)
+
+    def _leave(self, meeting: Meeting, reconverged: bool) -> None:
+        """The arrived lanes go on from the meeting's pc as one split of its parent."""
+        if len(meeting.arrived):
+            self.fifo.append(self._split(meeting.rpc, meeting.arrived, meeting.parent))
+            if reconverged:
+                self.counters.reconvergences += 1
+        meeting.arrived, meeting.since = EMPTY, None
+        if not len(meeting.pending):
+            self.meetings.remove(meeting)
+
+    def _schedule(self, meeting: Meeting) -> None:
+        """Remember when the lanes that wait at a meeting time out."""
+        if self.timeout is not None and meeting.since is not None:
+            when = meeting.since + self.timeout
+            self.due = when if self.due is None else min(self.due, when)
+
+    def _time_out(self) -> None:
+        """Fig. 6b: lanes that waited too long go on without the pending ones."""
+        self.due = None
+        for meeting in list(self.meetings):
+            if meeting.since is not None and self.clock - meeting.since >= self.timeout:
+                self.timeouts += 1
+                self._leave(meeting, reconverged=False)
+            else:
+                self._schedule(meeting)
+
+    def running(self) -> list:
+        """The entry that runs (or waits at a barrier)."""
+        return self.fifo[0] if self.fifo else self._split(0, EMPTY, None)
+
+    def alive(self) -> bool:
+        """Whether some lane has not stopped."""
+        return bool(len(self.live))
+
+    def moved(self) -> None:
+        """Nothing to do after a step (splits change only at branches and meetings)."""
+
+    def branch(self, top: list, pc: int, target: int, jumps: np.ndarray, taken: int,
+               rpc: int) -> None:
+        """The split goes to the FIFO's tail, as two splits (not-taken first) meeting at
+        rpc when it diverges."""
+        fifo = self.fifo
+        fifo.pop(0)
+        lanes = top[1]
+        if taken == len(lanes) or not taken:
+            top[0] = target if taken else pc + 1
+            fifo.append(top)
+            return
+        meeting = top[3]
+        if meeting is None or meeting.rpc != rpc:
+            meeting = Meeting(rpc, meeting, lanes)
+            self.meetings.append(meeting)
+        for side_pc, side in ((pc + 1, lanes[~jumps]), (target, lanes[jumps])):
+            if side_pc == rpc:
+                self._arrive(meeting, side)
+            else:
+                fifo.append(self._split(side_pc, side, meeting))
+        depth = len(fifo) + len(self.meetings)
+        if depth > self.counters.max_stack_depth:
+            self.counters.max_stack_depth = depth
+
+    def sync(self, top: list, pc: int) -> None:
+        """Reconvergence is automatic: `sync` does nothing."""
+        top[0] = pc + 1
+
+    def stop(self, top: list) -> None:
+        """The running split's lanes stop: no meeting waits for them any more."""
+        gone = top[1]
+        self.fifo.pop(0)
+        self.live = frozen(np.setdiff1d(self.live, gone, assume_unique=True))
+        for meeting in list(self.meetings):
+            rest = np.setdiff1d(meeting.pending, gone, assume_unique=True)
+            if len(rest) != len(meeting.pending):
+                meeting.pending = frozen(rest)
+                if not len(rest):
+                    self._leave(meeting, reconverged=True)
+
+    def arrive(self, top: list, pc: int) -> bool:
+        """A barrier: the warp waits there when the split holds every live lane; else
+        the split is blocked at it and goes to the tail (False)."""
+        if len(top[1]) == len(self.live):
+            return True
+        top[4] = True
+        self.fifo.append(self.fifo.pop(0))
+        return False
+
+    def blocked(self) -> tuple[str, list] | None:
+        """No split can run: ("barrier", a split) when every live lane is blocked at a
+        barrier, ("stuck", a split) when lanes blocked at a barrier wait for lanes that
+        wait to reconverge with them (and no timeout frees those), None when all stopped."""
+        if not self.fifo:
+            return None
+        held = sum(len(split[1]) for split in self.fifo)
+        return ("barrier" if held == len(self.live) else "stuck"), self.fifo[0]
+
+    def resume(self, pc: int) -> None:
+        """Go on after a barrier released the warp: each split after its own barrier."""
+        blocked = [split for split in self.fifo if split[4] is not None]
+        for split in blocked:
+            split[0], split[4] = split[0] + 1, None
+        if not blocked:
+            self.fifo[0][0] = pc
+
+    def unfinished(self) -> np.ndarray:
+        """Lanes that have not stopped."""
+        return self.live
+
+    def state(self) -> bytes:
+        """The control state as bytes (for cycle detection): splits, meetings and how
+        long lanes have waited (which only matters with a timeout)."""
+        index = {id(m): n for n, m in enumerate(self.meetings)}
+        parts = [str((e[0], index.get(id(e[3]), -1), e[4])).encode() + e[1].tobytes()
+                 for e in self.fifo]
+        for m in self.meetings:
+            waited = -1 if self.timeout is None or m.since is None else self.clock - m.since
+            parts.append(str((m.rpc, index.get(id(m.parent), -1), waited)).encode()
+                         + m.pending.tobytes() + b"|" + m.arrived.tobytes())
+        return b";".join(parts)
+
+    def waiting(self) -> list[tuple[np.ndarray, int]]:
+        """Lanes that wait at a meeting, with its pc, innermost first."""
+        return [(m.arrived, m.rpc) for m in reversed(self.meetings) if len(m.arrived)]
+
+
+AWARE_TIMEOUT = 1000  # warp steps; the paper: large, a backstop for undetected deadlocks
+
+
+def control_for(policy: str, lanes: np.ndarray, counters: Counters,
+                timeout: int | None = AWARE_TIMEOUT):
     """The control object of one warp under a policy ("sync": the `sync` stack; "ipdom"
-    and "marked": the PDOM stack)."""
+    and "marked": the PDOM stack; "aware": AWARE's splits with `timeout`)."""
     if policy == "sync":
         return SyncStack(frozen(lanes), counters)
     if policy in ("frontier", "mimd"):
         return Groups(frozen(lanes), counters, mimd=policy == "mimd")
+    if policy == "aware":
+        return Aware(frozen(lanes), counters, timeout)
     return IpdomStack(frozen(lanes), counters)

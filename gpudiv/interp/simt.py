@@ -13,6 +13,11 @@ Policies (how the lanes of a warp that took different paths run and meet again):
   instruction each; barriers respected; PTX warp collectives such as `shfl` and `vote`
   wait until every live lane of the warp reaches them, as on Volta): the reference
   behaviour for outputs;
+- `aware`: AWARE (ElTantawy & Aamodt 2016, §IV-B): warp splits scheduled in FIFO order
+  (breadth-first: every conditional branch sends the running split to the back), each
+  reconverging at its branch's immediate post-dominator or the point written on the
+  branch (delayed reconvergence), and lanes that wait there longer than a timeout (warp
+  steps of their warp) go on without the others (timed-out reconvergence);
 - `auto`: `sync` for a μ-SIMD kernel with `sync` instructions, else `ipdom`.
 
 A machine is deterministic, so when its whole state (control state of every warp,
@@ -28,7 +33,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-POLICIES = ("ipdom", "sync", "frontier", "mimd")
+POLICIES = ("ipdom", "sync", "frontier", "mimd", "aware")
 RECONVERGENCE_MODES = ("auto", *POLICIES)
 DETECT_AFTER = 2000
 

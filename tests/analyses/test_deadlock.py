@@ -1,11 +1,13 @@
 """SIMT-induced deadlocks (rules/deadlock.lp, gpudiv.analyses.deadlock): the golden cases
 T1-T9, T11 of ElTantawy & Aamodt (MICRO 2016) as μ-SIMD samples, their runtime outcome on
-the interpreter, the parts of Algorithms 1 and 2 one at a time, and the CUDA sample."""
+the interpreter, T10 (T1 on the `aware` policy), the parts of Algorithms 1 and 2 one at a
+time, and the CUDA sample."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -434,3 +436,62 @@ def test_counted_exits_in_ptx(test, neg, verdict):
     (report,) = api.deadlock(program).kernels
     (loop,) = report.loops
     assert loop.verdict == verdict, loop.reason
+
+
+# T1 with its loop's reconvergence point written on the branch at the safe point DONE
+# (AWARE's delayed reconvergence, Fig. 6a: the IR marks, no CFG change).
+DELAYED = """kernel spinLock(m, a)
+SPIN: t = atominc shared[m]
+      p = t != 1
+      bnz p, SPIN  # gpudiv: reconverge DONE
+      v = shared[a]
+      v = v + 1
+      shared[a] = v
+      shared[m] = 0
+DONE: stop
+"""
+
+
+def test_t10_aware_timed_out_reconvergence():
+    """T10 (Fig. 6b): T1 on AWARE's FIFO warp splits with IPDOM reconvergence points
+    hangs without a timeout; with timeout T the lock holder, waiting alone at the loop's
+    reconvergence point, goes on once it has waited T warp steps, releases the lock and
+    every lane finishes with the memory of the MIMD reference. Larger T, slower
+    progress. Fig. 6a: with the reconvergence point delayed to SafePDom no timeout is
+    needed."""
+    path = SAMPLES / "musimd" / "deadlock_t1_spin_lock.musimd"
+    kernel, config = _launch(path, 4)
+    reference = run_kernel(kernel, replace(config, warp_width=1)).shared
+    with pytest.raises(ExecutionError, match="SIMT deadlock|did not finish"):
+        run_kernel(kernel, replace(config, reconvergence="aware", aware_timeout=None))
+    steps = []
+    for timeout in (10, 40, 160):
+        run = run_kernel(kernel, replace(config, reconvergence="aware",
+                                         aware_timeout=timeout), trace=True)
+        assert run.shared == reference and run.shared[16] == 4
+        crit = [s for s in run.trace if s.label == "CRIT"]
+        assert crit[0].active == [0] and crit[0].step > timeout  # C_1000 after TimeOut
+        steps.append(run.counters.warp_instructions)
+    assert steps == sorted(steps) and len(set(steps)) == 3
+    (delayed,) = api.parse_text(DELAYED, "t.musimd", "musimd").kernels
+    (report,) = api.deadlock(api.parse_text(DELAYED, "t.musimd", "musimd")).kernels
+    safe = report.loops[0].safe_reconvergence  # SafePDom: after the release (line 8), = DONE
+    assert (safe.block, safe.line) == ("bb1", 8) and delayed.blocks[1].label == "bb1"
+    run = run_kernel(delayed, replace(config, reconvergence="aware", aware_timeout=None))
+    assert run.shared == reference
+    with pytest.raises(ExecutionError, match="SIMT deadlock|did not finish"):
+        run_kernel(delayed, config)  # ipdom ignores the mark
+
+
+def test_t10_cuda_spin_lock_finishes_on_aware():
+    """The CUDA Fig. 1 lock (-O3, a warp of 32): AWARE's default timeout rescues it, and
+    its divergent `__syncthreads()` (lanes that timed out reach it first) is supported."""
+    import numpy as np
+
+    from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+    kernel = load(LOCKS.with_suffix(".O3.ptx")).kernel("spin_lock_fig1")
+    runs = [run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(1, np.int32)},
+                                             reconvergence=policy, max_steps=100_000))
+            for policy in ("mimd", "aware")]
+    (want,), (got,) = (run.buffers.values() for run in runs)
+    assert got.tolist() == want.tolist() == [32]

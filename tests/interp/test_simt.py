@@ -78,9 +78,9 @@ def test_wu_fig3_earliest_reconvergence_takes_7_time_slots():
 def test_wu_fig3_compare_table_and_same_memory():
     runs = api.compare_reconvergence(musimd("wu_fig3.musimd"), LaunchConfig(7, 7))
     assert [(r.policy, r.status, r.slots, r.same_as_mimd) for r in runs] == [
-        ("ipdom", "finished", 12, True), ("frontier", "finished", 7, True),
-        ("mimd", "finished", 95, True)]
-    assert runs[2].counters.simd_efficiency == pytest.approx(1 / 7)
+        ("ipdom", "finished", 12, True), ("aware", "finished", 12, True),
+        ("frontier", "finished", 7, True), ("mimd", "finished", 95, True)]
+    assert runs[3].counters.simd_efficiency == pytest.approx(1 / 7)
 
 
 def test_cli_compare_reconvergence(capsys):
@@ -89,7 +89,7 @@ def test_cli_compare_reconvergence(capsys):
                  "--compare-reconvergence"])
     out = capsys.readouterr().out
     assert code == 0
-    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:5]}
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:6]}
     assert rows["ipdom"][-2:] == ["12", "yes"] and rows["frontier"][-2:] == ["7", "yes"]
 
 
@@ -100,7 +100,7 @@ def test_cli_compare_reconvergence(capsys):
 MATRIX = {k: v for k, v in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16])}
 
 
-@pytest.mark.parametrize("policy", ["sync", "ipdom", "frontier", "mimd"])
+@pytest.mark.parametrize("policy", ["sync", "ipdom", "frontier", "mimd", "aware"])
 def test_sum_triangle_outputs_under_every_policy(policy):
     config = LaunchConfig(4, 4, {"c": 4, "m": 0, "v": 100}, dict(MATRIX), reconvergence=policy)
     result = run_kernel(musimd("sumTriangle.musimd"), config, trace=True)
@@ -238,7 +238,7 @@ def test_policies_agree_on_race_free_kernels(source, kernel):
     for k in kernels:
         for launch in synthesize_launches(k, 3)[:3]:
             outputs = {}
-            for policy in ("ipdom", "frontier", "mimd"):
+            for policy in ("ipdom", "frontier", "mimd", "aware"):
                 launch.reconvergence = policy
                 try:
                     result = run_ptx_kernel(k, launch)
@@ -246,7 +246,8 @@ def test_policies_agree_on_race_free_kernels(source, kernel):
                     outputs[policy] = None
                     continue
                 outputs[policy] = {n: b.tobytes() for n, b in result.buffers.items()}
-            assert outputs["ipdom"] == outputs["frontier"] == outputs["mimd"], k.name
+            assert outputs["ipdom"] == outputs["frontier"] == outputs["mimd"] \
+                == outputs["aware"], k.name
 
 
 def test_counters_in_run_json(capsys):
@@ -258,3 +259,44 @@ def test_counters_in_run_json(capsys):
     counters = json.loads(capsys.readouterr().out)["counters"]
     assert counters["reconvergences"] == 4 and counters["max_stack_depth"] == 4
     assert counters["warp_instructions"] == 15
+
+
+# ---------------------------------------------------------------------------------------
+# aware: AWARE's FIFO warp splits, timed-out reconvergence and divergent barriers
+# ---------------------------------------------------------------------------------------
+
+BARRIER_FOR_ONE = """kernel k(out)
+      t = tid == 0
+      bz t, END
+      barrier
+      shared[out] = 7
+END:  stop
+"""
+
+
+def test_aware_runs_divergent_barriers():
+    """T9's two barriers on the two sides of a branch: each split blocks at its own, the
+    warp goes on when every lane is at one (per-thread counting; the not-taken side
+    first); the stack stops."""
+    kernel = musimd("deadlock_t9_divergent_barrier.musimd")
+    config = LaunchConfig(4, 4, {"out": 0}, reconvergence="aware", aware_timeout=None)
+    result = run_kernel(kernel, config, trace=True)
+    assert [(s.label, s.active) for s in result.trace if s.text == "barrier"] == [
+        ("THEN", [1, 3]), ("ELSE", [0, 2])]
+    with pytest.raises(Exception, match="barrier in divergent code"):
+        run_kernel(kernel, LaunchConfig(4, 4, {"out": 0}, reconvergence="ipdom"))
+
+
+def test_aware_barrier_waiting_for_lanes_that_wait_to_reconverge():
+    """Lane 0 at a barrier, lanes 1-3 waiting for it where the branch reconverges: an
+    error without a timeout; with one they go on, finish, and lane 0 passes alone."""
+    (kernel,) = parse_musimd(BARRIER_FOR_ONE, "t.musimd").kernels
+    config = LaunchConfig(4, 4, {"out": 3}, reconvergence="aware", aware_timeout=None)
+    with pytest.raises(Exception, match="lanes wait at it for lanes of the warp that "
+                                        "wait to reconverge"):
+        run_kernel(kernel, config)
+    config.aware_timeout = 5
+    assert run_kernel(kernel, config).shared == {3: 7}
+    config.aware_timeout = 0
+    with pytest.raises(ValueError, match="aware_timeout"):
+        run_kernel(kernel, config)
