@@ -5,6 +5,7 @@ detections), and the time of `gpudiv deadlock` against `gpudiv analyze` on the s
 
     python benchmarks/deadlock_table.py [FOLDER|FILE ...] [--repeat 3] [--json]
     python benchmarks/deadlock_table.py --ssde [FOLDER|FILE ...] [--json]
+    python benchmarks/deadlock_table.py --hangs [FOLDER|FILE ...] [--json]
 
 `--ssde` prints instead the overheads of the SSDE rewrite (`gpudiv transform --pass ssde`)
 like Table III: per rewritten kernel the loops transformed, static instructions and
@@ -14,7 +15,15 @@ reference: under `ipdom` it hangs; every thread runs on its own there, so its wa
 lane counts are equal) against the result under `ipdom`, on one launch (μ-SIMD: the
 golden launch of tests/analyses/test_deadlock.py, one warp of 4 lanes; PTX: the first
 launch `gpudiv check` synthesizes); whether the original hangs there under `ipdom`,
-whether the memories are equal, and what `gpudiv deadlock` finds in the result.
+whether the memories are equal, what `gpudiv deadlock` finds in the result, and per
+PTX file whether `ptxas -arch=sm_80` accepts the printed result (when ptxas is
+installed).
+
+`--hangs` checks for missed detections: every kernel is run under `ipdom` on the
+launches of `gpudiv transform --pass ssde --verify` (those of `gpudiv check`; μ-SIMD with
+zeroed shared memory, plus the golden launch for the `deadlock_*` samples); a kernel
+*hangs* when some launch does not finish under `ipdom` but does under `mimd`. It lists
+every such kernel with whether `gpudiv deadlock` flags it.
 
 Groups: CUDA samples built with -O3 (`*.O3.ptx`), with -G (`*.G.ptx`), other PTX, and
 μ-SIMD. Files named `deadlock_*` are the samples written to hang (or to look like they
@@ -27,8 +36,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,7 +52,7 @@ from gpudiv.oracle import ptx_launches
 from gpudiv.printers import print_program
 from gpudiv.transforms import Pipeline
 from gpudiv.verify.equivalence import _first_difference, _memories, _run
-from gpudiv.verify.ssde_check import detections, hangs
+from gpudiv.verify.ssde_check import detections, hangs, ssde_launches
 
 ROOT = Path(__file__).parents[1]
 DEFAULT_INPUTS = [ROOT / "samples" / "cuda", ROOT / "samples" / "musimd"]
@@ -155,7 +167,13 @@ def ssde_rows(paths: list[str]) -> list[dict]:
     for path in paths:
         program = load(path)
         result = Pipeline.parse("ssde").run(program)
-        printed = parse_text(print_program(result), path, program.language)
+        text = print_program(result)
+        printed = parse_text(text, path, program.language)
+        accepted = None
+        if program.language == "ptx" and any(
+                k.attrs.get("transform_stats", {}).get("flagged_loops")
+                for k in result.kernels):
+            accepted = ptxas_accepts(text)
         for old, new, reread in zip(program.kernels, result.kernels, printed.kernels,
                                     strict=True):
             stats = new.attrs.get("transform_stats", {})
@@ -172,7 +190,7 @@ def ssde_rows(paths: list[str]) -> list[dict]:
                    "instructions_added": stats["instructions_added"],
                    "registers_added": stats["registers_added"],
                    "original_hangs": isinstance(stuck, str) and hangs(stuck),
-                   "detections_after": detections(reread)}
+                   "detections_after": detections(reread), "ptxas": accepted}
             if isinstance(before, str) or isinstance(after, str):
                 row["error"] = before if isinstance(before, str) else after
             else:
@@ -188,10 +206,64 @@ def ssde_rows(paths: list[str]) -> list[dict]:
     return rows
 
 
+def ptxas_accepts(text: str) -> bool | None:
+    """Whether `ptxas -arch=sm_80` accepts a PTX text (None: no ptxas here)."""
+    if shutil.which("ptxas") is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "ssde.ptx"
+        source.write_text(text)
+        done = subprocess.run(["ptxas", "-arch=sm_80", str(source), "-o",
+                               str(Path(folder) / "ssde.cubin")], capture_output=True)
+    return done.returncode == 0
+
+
+def _hang_launches(path: str, language: str, kernel) -> list:
+    """The launches `--hangs` tries for a kernel."""
+    launches = ssde_launches(kernel, language, 0)
+    if Path(path).name.startswith("deadlock_") and language != "ptx":
+        launches.append(_golden_launch(kernel))
+    return launches
+
+
+def hang_census(paths: list[str]) -> list[dict]:
+    """Kernels that hang under `ipdom` on some launch but finish under `mimd` on it, and
+    whether `gpudiv deadlock` flags each."""
+    found = []
+    for path in paths:
+        program = load(path)
+        report = api.deadlock(program)
+        flagged = {k.name for k in report.kernels if k.detections}
+        for kernel in program.kernels:
+            hung = 0
+            launches = _hang_launches(path, program.language, kernel)
+            for launch in launches:
+                stuck = _outcome(program.language, kernel, launch, "ipdom")
+                if isinstance(stuck, str) and hangs(stuck) and not isinstance(
+                        _outcome(program.language, kernel, launch, "mimd"), str):
+                    hung += 1
+            if hung:
+                found.append({"file": Path(path).name, "kernel": kernel.name,
+                              "launches": len(launches), "hang": hung,
+                              "detected": kernel.name in flagged})
+    return found
+
+
+def render_hangs(rows: list[dict]) -> str:
+    """The kernels that hang, and the missed ones."""
+    lines = [f"{r['file']}  {r['kernel']}: hangs in {r['hang']} of {r['launches']} "
+             f"launches, {'detected' if r['detected'] else 'NOT DETECTED'}" for r in rows]
+    missed = [r for r in rows if not r["detected"]]
+    lines.append(f"{len(rows)} kernels hang under ipdom, {len(rows) - len(missed)} "
+                 f"detected, {len(missed)} missed")
+    return "\n".join(lines) + "\n"
+
+
 def render_ssde(rows: list[dict]) -> str:
     """The overhead table."""
     head = ("file", "kernel", "loops", "instr", "+instr", "+regs", "hangs", "warp mimd",
-            "warp ssde", "lane mimd", "lane ssde", "eff ssde", "mem =", "det after")
+            "warp ssde", "lane mimd", "lane ssde", "eff ssde", "mem =", "det after",
+            "ptxas")
     lines = ["  ".join(head)]
     for r in rows:
         dyn = (f"{r['warp_mimd']}  {r['warp_ssde']}  {r['lane_mimd']}  {r['lane_ssde']}  "
@@ -202,7 +274,8 @@ def render_ssde(rows: list[dict]) -> str:
         lines.append(f"{r['file']}  {r['kernel']}  {r['loops']}  {r['instructions_before']}  "
                      f"+{r['instructions_added']} ({pct:.1f}%)  +{r['registers_added']}  "
                      f"{'yes' if r['original_hangs'] else 'no'}  {dyn}  "
-                     f"{r['detections_after']}")
+                     f"{r['detections_after']}  "
+                     f"{ {True: 'accepts', False: 'REJECTS', None: '-'}[r['ptxas']] }")
     return "\n".join(lines) + "\n"
 
 
@@ -214,7 +287,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--ssde", action="store_true",
                         help="the overheads of the SSDE rewrite instead (Table III)")
+    parser.add_argument("--hangs", action="store_true",
+                        help="the kernels that hang under ipdom and whether each is "
+                             "detected instead")
     args = parser.parse_args(argv)
+    if args.hangs:
+        found = hang_census(collect_inputs(args.inputs))
+        sys.stdout.write(json.dumps(found, indent=2) + "\n" if args.json
+                         else render_hangs(found))
+        return 0
     if args.ssde:
         rows = ssde_rows(collect_inputs(args.inputs))
         sys.stdout.write(json.dumps(rows, indent=2) + "\n" if args.json
