@@ -367,6 +367,39 @@ def test_cuda_sample_verdicts_in_both_builds():
         assert spin.safe_reconvergence.origin[1] == 69  # the end of the outer loop
 
 
+def test_cuda_golden_cases_t6_t8_t9():
+    """samples/cuda/deadlock_cases.cu in both builds: T6's per-thread locks and T8's
+    tag-and-retry are (conservative, false) detections, T8's opt-out silences it, and
+    T9's two barriers are divergent-barrier findings."""
+    for build in ("O3", "G"):
+        path = SAMPLES / "cuda" / f"deadlock_cases.{build}.ptx"
+        report = api.deadlock(path)
+        locks, retry, barrier = (report.kernel(k) for k in
+                                 ("per_thread_locks", "tag_retry", "divergent_barrier"))
+        assert [lp.verdict for lp in locks.loops] == ["may-deadlock"], build
+        assert sorted(lp.verdict for lp in retry.loops) == ["may-deadlock", "safe"], build
+        assert (barrier.loops, len(barrier.barriers)) == ([], 2), build
+        trusted = api.deadlock(path, assume_safe=("tag_retry",)).kernel("tag_retry")
+        assert trusted.assumed_safe and not trusted.detections  # verdicts kept, no finding
+        assert "may-deadlock" in [lp.verdict for lp in trusted.loops]
+
+
+def test_t9_cuda_divergent_barrier_on_aware():
+    """T9 in CUDA: the stack stops at the first barrier, AWARE counts arrivals per lane
+    (each side's split blocks at its own barrier) and the kernel finishes; every lane
+    reads what its neighbour wrote before the barrier."""
+    import numpy as np
+
+    from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+    kernel = load(SAMPLES / "cuda" / "deadlock_cases.O3.ptx").kernel("divergent_barrier")
+    launch = PtxLaunch(args={0: np.zeros(32, np.int32)}, reconvergence="ipdom")
+    with pytest.raises(ExecutionError, match="barrier in divergent code"):
+        run_ptx_kernel(kernel, launch)
+    (out,) = run_ptx_kernel(kernel, replace(launch, reconvergence="aware")).buffers.values()
+    assert [int(out[t]) for t in range(0, 29)] == [
+        2 * (t + 3) if t % 2 == 0 else -(t + 1) for t in range(0, 29)]
+
+
 BOUNDED_RETRY = """kernel k(m, n)
       i = 0
 L:    t = atominc shared[m]

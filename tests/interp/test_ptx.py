@@ -602,6 +602,9 @@ NOT_EXECUTABLE: dict[tuple[str, str], str] = {
     for build in VARIANTS
     for kernel in ("spin_lock_fig1", "ready_flags", "two_locks")
 }
+# T9 (samples/cuda/deadlock_cases.cu): a barrier on each side of a divergent branch.
+NOT_EXECUTABLE |= {(f"deadlock_cases.{build}.ptx", "divergent_barrier"): "barrier in divergent"
+                   for build in VARIANTS}
 # An indirect call (through a function pointer) has no callee to run.
 NOT_EXECUTABLE[("nvopencc40_ptx22_sm20.ptx", "apply_fp")] = "cannot execute 'call.uni'"
 
@@ -672,7 +675,8 @@ def test_o3_and_g_builds_of_a_source_give_the_same_outputs(source):
     debug = program(CUDA / f"{source.stem}.G.ptx")
     for kernel in optimised.kernels:
         compared = 0
-        for policy in ("ipdom", "mimd"):  # a SIMT deadlock under ipdom finishes under mimd
+        # a SIMT deadlock under ipdom finishes under mimd, divergent barriers under aware
+        for policy in ("ipdom", "mimd", "aware"):
             for launch in ptx_launches(kernel, 7):
                 launch.reconvergence = policy
                 mine = _outputs(kernel, launch)
