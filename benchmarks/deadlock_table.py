@@ -218,15 +218,15 @@ def ptxas_accepts(text: str) -> bool | None:
     return done.returncode == 0
 
 
-def _hang_launches(path: str, language: str, kernel) -> list:
-    """The launches `--hangs` tries for a kernel."""
+def _hang_launches(path: str, language: str, kernel, limit: int | None) -> list:
+    """The launches `--hangs` tries for a kernel (at most `limit`, the golden one first)."""
     launches = ssde_launches(kernel, language, 0)
     if Path(path).name.startswith("deadlock_") and language != "ptx":
-        launches.append(_golden_launch(kernel))
-    return launches
+        launches.insert(0, _golden_launch(kernel))
+    return launches[:limit]
 
 
-def hang_census(paths: list[str]) -> list[dict]:
+def hang_census(paths: list[str], limit: int | None = None) -> list[dict]:
     """Kernels that hang under `ipdom` on some launch but finish under `mimd` on it, and
     whether `gpudiv deadlock` flags each."""
     found = []
@@ -236,7 +236,7 @@ def hang_census(paths: list[str]) -> list[dict]:
         flagged = {k.name for k in report.kernels if k.detections}
         for kernel in program.kernels:
             hung = 0
-            launches = _hang_launches(path, program.language, kernel)
+            launches = _hang_launches(path, program.language, kernel, limit)
             for launch in launches:
                 stuck = _outcome(program.language, kernel, launch, "ipdom")
                 if isinstance(stuck, str) and hangs(stuck) and not isinstance(
@@ -290,9 +290,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hangs", action="store_true",
                         help="the kernels that hang under ipdom and whether each is "
                              "detected instead")
+    parser.add_argument("--launches", type=int, metavar="N",
+                        help="--hangs: at most N launches per kernel (default: all)")
     args = parser.parse_args(argv)
     if args.hangs:
-        found = hang_census(collect_inputs(args.inputs))
+        found = hang_census(collect_inputs(args.inputs), args.launches)
         sys.stdout.write(json.dumps(found, indent=2) + "\n" if args.json
                          else render_hangs(found))
         return 0

@@ -7,6 +7,7 @@ they finish and print their table, never their timings.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,16 @@ def test_benchmark_runs_from_the_repository_root(script):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip(), done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_deadlock_table_lists_hanging_kernels_and_whether_they_are_detected():
+    """`benchmarks/deadlock_table.py --hangs` (the check for missed detections) on T1: it
+    hangs under ipdom on some launches, and it is detected."""
+    done = subprocess.run([sys.executable, "benchmarks/deadlock_table.py", "--hangs",
+                           "--launches", "1", "--json",
+                           "samples/musimd/deadlock_t1_spin_lock.musimd"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (row,) = json.loads(done.stdout)
+    assert row["kernel"] == "spinLock" and row["hang"] > 0 and row["detected"]
