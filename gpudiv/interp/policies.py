@@ -634,7 +634,11 @@ class Aware:
         barrier, ("stuck", a split) when lanes blocked at a barrier wait for lanes that
         wait to reconverge with them (and no timeout frees those), None when all stopped."""
         if not self.fifo:
-            return None
+            waiting = self.waiting()
+            if not waiting:
+                return None
+            lanes, pc = waiting[0]  # cannot happen: a meeting's pending lanes are in splits
+            return "stuck", self._split(pc, lanes, None)
         held = sum(len(split[1]) for split in self.fifo)
         return ("barrier" if held == len(self.live) else "stuck"), self.fifo[0]
 
