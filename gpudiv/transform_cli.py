@@ -62,7 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                         help="reconvergence policy of the --verify runs: auto (default), "
                              "ipdom, sync (μ-SIMD `sync` and the reconvergence points "
-                             "written on branches), frontier, mimd")
+                             "written on branches), frontier, mimd, aware")
+    parser.add_argument("--assume-safe", action="append", default=[], metavar="KERNEL",
+                        help="ssde: leave this kernel as it is (warp-synchronous code the "
+                             "user vouches for, like `gpudiv deadlock --assume-safe`); "
+                             "repeatable")
     parser.set_defaults(handler=cmd_transform)
 
 
@@ -134,9 +138,11 @@ def _report_text(result: FileTransform) -> None:
 
 
 def pass_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
-    """Options per pass name: the allocator's, and --divergence for every pass named."""
+    """Options per pass name: the allocator's, ssde's kernels assumed safe, and
+    --divergence for every pass named."""
     options: dict[str, dict[str, object]] = {
-        "regalloc": {"allocator": args.allocator, "registers": args.registers}}
+        "regalloc": {"allocator": args.allocator, "registers": args.registers},
+        "ssde": {"assume_safe": tuple(args.assume_safe)}}
     if args.divergence:
         for name in (n.strip() for n in (args.passes or "").split(",") if n.strip()):
             options.setdefault(name, {})["divergence"] = args.divergence

@@ -41,7 +41,8 @@ extern "C" __global__ void tag_retry(const int *data, int *out, int n)
     __shared__ volatile unsigned hist[64];
     if (threadIdx.x < 64) hist[threadIdx.x] = 0;
     __syncthreads();
-    unsigned tag = (threadIdx.x & 31u) << 27;
+    unsigned lane = ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) & 31u;
+    unsigned tag = lane << 27;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
         unsigned bin = (unsigned)data[i] & 63u;
         unsigned count;

@@ -239,3 +239,11 @@ def test_rewritten_ready_flags_need_the_absorbed_exit_rule():
     verdicts = dict((loop, verdict) for loop, verdict, _ in
                     driver(kernel).relations["dl_loop_verdict"])
     assert verdicts == {"OUTER": "safe", "WAIT": "may-deadlock"}
+
+
+def test_transform_assume_safe_leaves_a_kernel_alone(capsys):
+    """`gpudiv transform --pass ssde --assume-safe K` (warp-synchronous code such as
+    T8's tag-and-retry, which the rewrite must not touch) leaves K as it is."""
+    path = MUSIMD / "deadlock_t1_spin_lock.musimd"
+    assert main(["transform", str(path), "--pass", "ssde", "--assume-safe", "spinLock"]) == 0
+    assert capsys.readouterr().out == print_program(load(path))
