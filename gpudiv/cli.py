@@ -361,9 +361,10 @@ def _register_run_and_check(sub: argparse._SubParsersAction) -> None:
                           "auto: sync if the kernel has sync instructions, else ipdom "
                           "(PTX: sync and auto mean ipdom)")
     run.add_argument("--aware-timeout", type=int, default=AWARE_TIMEOUT, metavar="N",
-                     help="aware: warp steps lanes wait at a reconvergence point before "
-                          "they go on without the others; 0: they wait forever "
-                          f"(default: {AWARE_TIMEOUT})")
+                     help="aware, μ-SIMD kernels: warp steps lanes wait at a "
+                          "reconvergence point before they go on without the others; 0: "
+                          f"they wait forever (default: {AWARE_TIMEOUT}, which PTX kernels "
+                          "always use)")
     run.add_argument("--compare-reconvergence", action="store_true",
                      help="run the same launch under every policy and print a table")
     ptx = run.add_argument_group("PTX kernels")
