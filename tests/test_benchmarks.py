@@ -42,6 +42,7 @@ def test_every_script_has_a_tiny_mode():
     assert sorted(TINY) == sorted(p.name for p in (ROOT / "benchmarks").glob("bench_*.py"))
 
 
+@pytest.mark.slow  # a fresh interpreter per script: full suite only
 @pytest.mark.parametrize("script", sorted(TINY))
 def test_benchmark_runs_from_the_repository_root(script):
     done = subprocess.run([sys.executable, f"benchmarks/{script}", *TINY[script]], cwd=ROOT,

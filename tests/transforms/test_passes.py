@@ -43,7 +43,9 @@ def test_pipeline_leaves_the_original_alone_and_calls_the_hook():
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-@pytest.mark.parametrize("path", [*MUSIMD, *PTX], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*MUSIMD, PTX[0], *(pytest.param(p, marks=pytest.mark.slow)
+                                                     for p in PTX[1:])],
+                         ids=lambda p: p.name)
 def test_passes_keep_kernels_well_formed_printable_and_equivalent(name, path):
     program = load(path)
     result = Pipeline.parse(name).run(program)
