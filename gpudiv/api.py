@@ -190,9 +190,10 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     """Run each analysed kernel under the default launch shapes and check its claims (a
     PTX kernel analysed for one block shape runs only with that block shape);
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
-    `interp.ptx.CHECK_MAX_STEPS` for PTX)."""
+    `interp.ptx_synthesis.CHECK_MAX_STEPS` for PTX)."""
     from gpudiv.interp.musimd import reconvergence_for
-    from gpudiv.interp.ptx import machine_policy, run_ptx_growing
+    from gpudiv.interp.ptx import run_ptx_growing
+    from gpudiv.interp.ptx_launch import machine_policy
     from gpudiv.oracle import (
         CHECK_MAX_STEPS,
         CheckReport,

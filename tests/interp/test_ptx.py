@@ -20,13 +20,8 @@ import pytest
 from gpudiv import api, ir
 from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp import packed_half
-from gpudiv.interp.ptx import (
-    PtxExecutionError,
-    PtxLaunch,
-    pointer_params,
-    run_ptx_kernel,
-    synthesize_launches,
-)
+from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx_synthesis import pointer_params, synthesize_launches
 from gpudiv.load import load
 from gpudiv.oracle import ptx_launches
 
