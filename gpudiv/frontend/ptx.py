@@ -797,6 +797,9 @@ class _KernelLowering:
         self.kernel_groups: dict[int, int] = {}  # id() of a kernel's PInstr → its group
         # group of an inlined body → (the kernel's call, its CUDA position)
         self.inlined_groups: dict[int, tuple[PInstr, tuple | None]] = {}
+        # group of an inlined body → (the callee's PTX instruction, the frame's register
+        # suffix, the callee's name): what the printer needs to write the body inline
+        self.inlined_forms: dict[int, tuple[PInstr, str, str]] = {}
         self.own_labels: set[str] = set()  # labels of the kernel's body (not inlined)
         self.groups = 0  # the group id of the last PTX instruction lowered
         self.group_source: PInstr | None = None
@@ -840,6 +843,7 @@ class _KernelLowering:
                 self.group_forms[self.groups] = pi
             elif frame.call is not None:
                 self.inlined_groups[self.groups] = (frame.call, frame.call_origin)
+                self.inlined_forms[self.groups] = (pi, frame.suffix, frame.info.fn.name)
         return self.groups
 
     def label(self, name: str, line: int, column: int, user: bool = True) -> None:
@@ -1492,6 +1496,10 @@ def _source_record(fn: PFunction, info: _FuncInfo, lowering: _KernelLowering,
         "forms": dict(lowering.group_forms),
         "group_forms": {g: tuple(forms) for g, forms in groups.items()},
         "inlined": dict(lowering.inlined_groups),
+        "inlined_forms": dict(lowering.inlined_forms),
+        "bodies": {body.fn.name: (frozenset(body.registers), frozenset(body.register_ranges),
+                                  frozenset(body.labels), dict(body.symbol_details))
+                   for body in lowering.bodies[1:]},
     }
 
 
