@@ -57,6 +57,7 @@ from gpudiv.frontend.ptx_forms import float_bits as _float_bits
 from gpudiv.frontend.ptx_forms import number as _number
 from gpudiv.frontend.ptx_forms import perf_text as _perf_text
 from gpudiv.frontend.ptx_forms import type_bytes as _type_bytes
+from gpudiv.frontend.ptx_guards import guard_to_select
 from gpudiv.frontend.ptx_types import infer_types
 
 # ---------------------------------------------------------------------------------------
@@ -771,8 +772,11 @@ def _element(attrs: dict, element) -> dict:
 class _KernelLowering:
     """Lowers one `.entry` (and the bodies it calls) to a list of IR instructions/labels."""
 
-    def __init__(self, unit: _Unit, info: _FuncInfo, diagnostics: list[ir.Diagnostic]):
+    def __init__(self, unit: _Unit, info: _FuncInfo, diagnostics: list[ir.Diagnostic],
+                 inline: bool = True):
         self.unit = unit
+        self.inline = inline  # calls to bodies of the file inlined, else kept as calls
+        self.kept_calls = 0  # calls to bodies kept as calls (`inline` False)
         self.kernel_info = info
         self.diagnostics = diagnostics
         self.items: list = []  # ir.Instruction or ("label", name, loc, user)
@@ -787,12 +791,10 @@ class _KernelLowering:
         self.notes: list[str] = []
         self.failed = False
         self.calls = 0
-        self.guards = 0
         self.exits = 0
         self.var_types: dict[str, str] = {}  # IR register name → declared PTX type
         self.bodies = [info]  # the kernel and every function inlined into it
         self.symbol_names: set[str] = set()
-        self.guard_temps: dict[str, str] = {}  # guard temporary → the register it updates
         self.group_forms: dict[int, PInstr] = {}  # group → the kernel's PTX instruction
         self.kernel_groups: dict[int, int] = {}  # id() of a kernel's PInstr → its group
         # group of an inlined body → (the kernel's call, its CUDA position)
@@ -1005,28 +1007,16 @@ class _KernelLowering:
         return self.value(frame, ("r", name))[0]
 
     def emit(self, frame: _Frame, pi: PInstr, produced: list[ir.Instruction]) -> None:
-        """Append instructions; under a guard, a definition becomes tmp = op; d = select."""
+        """Append instructions, each guarded by the PTX instruction's guard (a guarded
+        definition stays one guarded instruction: `ptx_guards.guard_to_select` makes it a
+        select where the analyses want one)."""
         if pi.guard is None:
             self.items.extend(produced)
             return
-        guard = self.guard_operand(frame, pi)
-        typed = ir.Guard(guard, pi.negated)
+        typed = ir.Guard(self.guard_operand(frame, pi), pi.negated)
         for instr in produced:
             instr.guard = typed
-            if instr.dest is None:
-                self.items.append(instr)
-                continue
-            self.guards += 1
-            dest = instr.dest
-            temp = f"{dest}@g{self.guards}"
-            instr.dest = temp
-            self.items.append(instr)
-            select = self.instr(frame, pi, ir.ASSIGN, dest=dest,
-                                args=(guard, ir.Var(temp), ir.Var(dest)),
-                                operator="select.not" if pi.negated else "select",
-                                attrs={"guarded_select": True})
-            self.guard_temps[temp] = dest
-            self.items.append(select)
+        self.items.extend(produced)
 
     def branch_on_guard(self, frame: _Frame, pi: PInstr, target: str, when: bool,
                         **attrs) -> ir.Instruction:
@@ -1383,6 +1373,10 @@ class _KernelLowering:
             self.bodiless.setdefault(reason, pi.line)
             self.opaque_call(frame, pi, rets, args)
             return
+        if not self.inline:
+            self.kept_calls += 1
+            self.opaque_call(frame, pi, rets, args)
+            return
         if name in frame.stack:
             self.notes.append(f"recursive call to '{name}' at line {pi.line} is treated as "
                               f"opaque")
@@ -1503,13 +1497,13 @@ def _source_record(fn: PFunction, info: _FuncInfo, lowering: _KernelLowering,
     }
 
 
-def _register_table(lowering: _KernelLowering,
-                    instructions: list[ir.Instruction]) -> dict[str, str]:
+def _register_table(lowering: _KernelLowering, instructions: list[ir.Instruction],
+                    guard_temps: dict[str, str]) -> dict[str, str]:
     """The type of every register of the kernel: as declared; a guard temporary has the
     type of the register its select updates; the others (`.param` slots, parameters of
     inlined functions, the carry flag) as their defining instruction says."""
     table = dict(lowering.var_types)
-    for temp, dest in lowering.guard_temps.items():
+    for temp, dest in guard_temps.items():
         if dest in table:
             table[temp] = table[dest]
     table = infer_types(instructions, table)
@@ -1556,18 +1550,6 @@ def _split_blocks(items: list, referenced: set[str]) -> list[ir.Block]:
         if name in referenced:
             blocks.append(ir.Block(name, [], loc, user_label=user))
     return blocks
-
-
-def _drop_undefined_old_values(instructions: list[ir.Instruction]) -> None:
-    """A guarded definition of a register that has no other definition in the kernel does
-    not read the register's old value (it would only be an undefined value)."""
-    counts: dict[str, int] = {}
-    for instr in instructions:
-        if instr.dest is not None:
-            counts[instr.dest] = counts.get(instr.dest, 0) + 1
-    for instr in instructions:
-        if instr.attrs.get("guarded_select") and counts.get(instr.dest) == 1:
-            instr.args = instr.args[:2]
 
 
 def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
@@ -1620,9 +1602,10 @@ def _launch_directives(directives: list[str]) -> dict[str, tuple[int, ...]]:
 class _Reader:
     """Everything about one file: parse all chunks, then lower every `.entry`."""
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, canonical: bool = True):
         self.text = text
         self.path = path
+        self.canonical = canonical
         self.program = ir.Program(path, "ptx", [])
         self.functions: dict[str, PFunction] = {}
         self.order: list[PFunction] = []
@@ -1729,26 +1712,33 @@ class _Reader:
                 self.program.parse_ms[fn.name] = (
                     parse_ms / len(entries) + (time.perf_counter() - start) * 1000)
 
-    def lower_kernel(self, unit: _Unit, fn: PFunction) -> ir.Kernel | None:
+    def lower_kernel(self, unit: _Unit, fn: PFunction,
+                     inline: bool | None = None) -> ir.Kernel | None:
+        """One `.entry` as an IR kernel. Canonical (the default): calls inlined, guarded
+        definitions as selects; else calls kept as calls (`inline`: unless told) and
+        guarded definitions as guarded instructions."""
         info = unit.info(fn.name)
-        lowering = _KernelLowering(unit, info, self.program.diagnostics)
+        lowering = _KernelLowering(unit, info, self.program.diagnostics,
+                                   self.canonical if inline is None else inline)
         frame = _Frame(info)
         lowering.lower_body(frame)
         if lowering.failed:
             return None
-        instructions = [i for i in lowering.items if isinstance(i, ir.Instruction)]
-        _drop_undefined_old_values(instructions)
-        infer_generic_spaces(instructions)
         blocks = _split_blocks(lowering.items, lowering.referenced) + lowering.exit_blocks
         loc = ir.Loc(fn.line, fn.column)
         if not blocks or not any(b.instructions for b in blocks):
             blocks.append(ir.Block("$end", [ir.Instruction(ir.STOP, loc, text="")], loc,
                                    user_label=False))
+        kernel = ir.Kernel(fn.name, [p.name for p in fn.params], blocks, loc)
+        guard_temps = guard_to_select(kernel) if self.canonical else {}
+        instructions = kernel.instructions()
+        for position, instr in enumerate(instructions):  # a kernel read: ids in program order
+            instr.id = position
+        kernel.next_id = len(instructions)
+        infer_generic_spaces(instructions)
         used = {a.name for i in instructions for a in i.reads if isinstance(a, ir.Special)}
-        specials = {name: klass for name, klass in sorted(lowering.specials.items())
-                    if name in used or name not in lowering.symbol_names}
-        kernel = ir.Kernel(fn.name, [p.name for p in fn.params], blocks, loc,
-                           specials=specials)
+        kernel.specials = {name: klass for name, klass in sorted(lowering.specials.items())
+                           if name in used or name not in lowering.symbol_names}
         symbols = {name: detail for name, detail in self.symbol_details.items()}
         for body in lowering.bodies:
             symbols.update(body.symbol_details)
@@ -1757,9 +1747,11 @@ class _Reader:
             "params": tuple((p.name, p.type, p.size, p.align) for p in fn.params),
             "symbols": symbols,
         }
-        kernel.registers = _register_table(lowering, kernel.instructions())
+        kernel.registers = _register_table(lowering, instructions, guard_temps)
         kernel.attrs["ptx_source"] = _source_record(fn, info, lowering, kernel)
         kernel.attrs.update(_launch_directives(fn.directives))
+        if lowering.kept_calls:
+            kernel.attrs["ptx_unlowered"] = Unlowered(unit, fn, self.symbol_details)
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:
@@ -1782,6 +1774,46 @@ class _Reader:
     def warn(self, message: str, loc: ir.Loc) -> None:
         self.program.diagnostics.append(ir.Diagnostic("warning", message, self.path,
                                                       loc.line, loc.column))
+
+
+class Unlowered:
+    """What the `inline` pass needs to lower a kernel again with its calls inlined: the
+    file's functions and the kernel's `.entry` (shared, never copied: they are not
+    changed after reading)."""
+
+    def __init__(self, unit: _Unit, fn: PFunction, symbol_details: dict[str, tuple]):
+        self.unit = unit
+        self.fn = fn
+        self.symbol_details = symbol_details
+
+    def __deepcopy__(self, memo: dict) -> Unlowered:
+        return self
+
+
+def inline_calls(kernel: ir.Kernel) -> ir.Kernel:
+    """The kernel lowered again from its PTX with every call to a body of the file
+    inlined (guarded definitions stay guarded instructions). A kernel without kept calls
+    is returned as it is; one changed since it was read raises ValueError (the lowering
+    starts from the PTX, so inlining must come first)."""
+    unlowered = kernel.attrs.get("ptx_unlowered")
+    if not isinstance(unlowered, Unlowered):
+        return kernel
+    source = kernel.attrs.get("ptx_source")
+    groups: dict[int, list[tuple]] = {}
+    for instr in kernel.instructions():
+        groups.setdefault(instr.group if instr.group is not None else -1, []).append(
+            instr.form())
+    if not isinstance(source, dict) or {g: tuple(f) for g, f in groups.items()} != (
+            source["group_forms"]):
+        raise ValueError(f"kernel {kernel.name} was changed since it was read; inline "
+                         "its calls first")
+    reader = _Reader("", unlowered.unit.path, canonical=False)
+    reader.symbol_details = unlowered.symbol_details
+    inlined = reader.lower_kernel(unlowered.unit, unlowered.fn, inline=True)
+    if inlined is None:
+        raise ValueError(f"kernel {kernel.name}: its calls cannot be inlined: "
+                         + "; ".join(d.message for d in reader.program.diagnostics))
+    return inlined
 
 
 @contextmanager
@@ -1866,18 +1898,20 @@ def _deepest_nesting(text: str) -> tuple[int, int, int]:
     return best, *where
 
 
-def parse_ptx(text: str, path: str = "<string>", *, fast: bool = True) -> ir.Program:
+def parse_ptx(text: str, path: str = "<string>", *, fast: bool = True,
+              canonical: bool = True) -> ir.Program:
     """Parse PTX text into a Program (one kernel per `.entry`); errors are collected as
     diagnostics, never raised. `fast=False` reads function bodies with Lark alone instead
-    of the fast path (`ptx_fast`); both give the same Program."""
-    return parse_ptx_timed(text, path, fast=fast)[0]
+    of the fast path (`ptx_fast`); both give the same Program. `canonical=False` keeps
+    guarded definitions as guarded instructions (see `ptx_guards`)."""
+    return parse_ptx_timed(text, path, fast=fast, canonical=canonical)[0]
 
 
-def parse_ptx_timed(text: str, path: str = "<string>", *,
-                    fast: bool = True) -> tuple[ir.Program, dict[str, float]]:
+def parse_ptx_timed(text: str, path: str = "<string>", *, fast: bool = True,
+                    canonical: bool = True) -> tuple[ir.Program, dict[str, float]]:
     """`parse_ptx` and the milliseconds of its two stages: `parse` (chunks to parsed
     forms) and `lower` (parsed forms to IR kernels)."""
-    reader = _Reader(text, path)
+    reader = _Reader(text, path, canonical)
     timings = {"parse": 0.0, "lower": 0.0}
     start = time.perf_counter()
     try:
