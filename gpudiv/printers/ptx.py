@@ -274,7 +274,7 @@ class _Body:
             owner.append(key)
             if key is not None:
                 regions.setdefault(key, []).append(position)
-        expanded: set[int] = set()
+        written_inline: set[int] = set()  # the keys of the calls written inline
         for key, positions in regions.items():
             first, last = positions[0], positions[-1]
             span = range(first, last + 1)
@@ -285,8 +285,22 @@ class _Body:
                 pristine = not any(i.target in entered for p, (_, i) in enumerate(layout)
                                    if owner[p] != key)
             if not pristine:
-                expanded.update(p for p in span if owner[p] == key)
-        return expanded
+                written_inline.add(key)
+        # An instruction written from the IR outside those calls that names a register of
+        # a call (`%r1@2`: code moved out of it) needs that call written inline as well.
+        suffixes = {record[1]: owner_key for group, record in
+                    self.source.get("inlined_forms", {}).items()
+                    if (owner_key := call_group.get(id(inlined[group][0]))) is not None}
+        for position, (_, instr) in enumerate(layout):
+            if owner[position] in written_inline or instr.group in keep:
+                continue
+            names = [v.name for v in instr.reads if isinstance(v, ir.Var)]
+            for name in (*names, instr.dest or ""):
+                for suffix in _INLINED.findall(name):
+                    if suffix in suffixes:
+                        written_inline.add(suffixes[suffix])
+        return {p for key in written_inline for p in range(regions[key][0], regions[key][-1] + 1)
+                if owner[p] == key}
 
     def registerize_slots(self, layout: list[tuple[ir.Block, ir.Instruction]],
                           expanded: set[int]) -> set[int]:

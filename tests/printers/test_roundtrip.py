@@ -99,6 +99,25 @@ def test_a_rewritten_inlined_call_is_written_inline(tmp_path):
         assert ptxas_errors(tmp_path / "out.ptx") is None
 
 
+def test_a_register_of_a_call_read_outside_it_writes_that_call_inline(tmp_path):
+    program = load(ROOT / "cuda/device_functions.G.ptx")
+    kernel = next(k for k in program.kernels
+                  if any(i.attrs.get("function") for i in k.instructions()))
+    inner = next(i for i in kernel.instructions() if i.attrs.get("function")
+                 and i.kind == ir.ASSIGN and i.dest and "@" in i.dest and "+" not in i.dest)
+    rewriter = Rewriter(kernel)
+    last = kernel.blocks[-1].instructions[-1]
+    copy = rewriter.fresh_register("%moved", kernel.registers[inner.dest])
+    rewriter.insert_before(last, ir.Instruction(ir.ASSIGN, last.loc, dest=copy,
+                                                args=(ir.Var(inner.dest),), operator="copy"))
+    text = print_program(program)
+    assert f"{inner.dest.replace('@', '$')}," in text  # the call's code is there to read
+    assert parse_text(text, program.path, "ptx").errors == []
+    if shutil.which("ptxas"):
+        (tmp_path / "out.ptx").write_text(text)
+        assert ptxas_errors(tmp_path / "out.ptx") is None
+
+
 def test_an_inline_call_that_cannot_be_written_says_why():
     program = load(ROOT / "cuda/device_functions.G.ptx")
     kernel = next(k for k in program.kernels
