@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="output format")
     parser.add_argument("--json", dest="format", action="store_const", const="json",
                         help="same as --format json")
+    parser.add_argument("--raw", action="store_true",
+                        help="read PTX as written: calls kept as calls, guarded definitions "
+                             "guarded (`--pass inline,guard-to-select` makes it canonical)")
     parser.add_argument("--seed", type=int, default=0, help="for the synthesized launches")
     parser.add_argument("--allocator", choices=ALLOCATOR_NAMES, default="linear",
                         help="regalloc: where spilled values go (linear: local memory; "
@@ -161,7 +164,7 @@ def cmd_transform(args: argparse.Namespace) -> int:
             options = pass_options(args)
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
                                reconvergence=args.reconvergence,
-                               seed=args.seed, options=options)
+                               seed=args.seed, options=options, canonical=not args.raw)
         except (TransformError, LoadError) as error:
             print(str(error), file=sys.stderr)
             failed = True

@@ -5,8 +5,8 @@ for every candidate expression at once and applies them: at each insertion point
 inserts `t := E` (one fresh register `t` per expression, typed like the occurrences'
 destination) and each replaced occurrence `d := E` becomes the copy `d := t`. All
 occurrences in a replaced segment read `t` (the operands do not change inside it).
-A kernel where a critical edge cannot be split (a PTX `brx.idx` table or an inlined
-call) is left as it is.
+A kernel where a critical edge cannot be split (a PTX `brx.idx` table) is left as it
+is.
 """
 
 from __future__ import annotations
