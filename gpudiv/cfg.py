@@ -120,10 +120,13 @@ def _loop_forest(graph: DiGraph, nodes: set[str], order: dict[str, int],
         loop = Loop(headers[0], headers, set(component),
                     parent.name if parent else None, (parent.depth + 1) if parent else 1)
         loops[loop.name] = loop
+        # the cycle's own edges, header entries removed (walking only its members: a
+        # copy of `sub` per cycle was quadratic in a kernel of many loop nests)
+        members = sorted(component, key=order.get)
         inner = DiGraph()
-        inner.add_nodes_from(component)
-        inner.add_edges_from((u, v) for u, v in sub.subgraph(component).edges
-                             if v not in headers)
+        inner.add_nodes_from(members)
+        inner.add_edges_from((u, v) for u in members for v in sub.successors(u)
+                             if v in component and v not in headers)
         _loop_forest(inner, set(component), order, loop, loops)
 
 

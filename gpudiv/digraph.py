@@ -120,10 +120,16 @@ class DiGraph:
         return other
 
     def subgraph(self, nodes: Iterable) -> DiGraph:
-        """A copy of the subgraph induced by `nodes` (in this graph's node order)."""
-        keep = set(nodes)
+        """A copy of the subgraph induced by `nodes`: in this graph's node order for a set,
+        in the given order otherwise (then it costs only what it keeps)."""
+        if isinstance(nodes, (set, frozenset)):
+            keep = nodes
+            ordered = [n for n in self._succ if n in keep]
+        else:
+            ordered = [n for n in dict.fromkeys(nodes) if n in self._succ]
+            keep = set(ordered)
         other = DiGraph()
-        other.add_nodes_from(n for n in self._succ if n in keep)
+        other.add_nodes_from(ordered)
         other.add_edges_from((u, v) for u in other._succ for v in self._succ[u] if v in keep)
         return other
 
