@@ -51,3 +51,15 @@ def test_first_sink_component_is_networkx_condensation_order():
         sink = next(c for c in nx.topological_sort(condensation)
                     if condensation.out_degree(c) == 0)
         assert digraph.first_sink_component(ours) == condensation.nodes[sink]["members"]
+
+
+def test_analysis_path_does_not_import_networkx():
+    """Start-up of `gpudiv analyze` (issue 16): the drivers, CFG and SSA need no networkx."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport gpudiv.analyses.affine2, gpudiv.analyses.simple, gpudiv.api\n"
+            "print('networkx' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
