@@ -30,7 +30,7 @@ TINY = {
     "bench_schemes.py": ["samples/musimd/wu_fig3.musimd", "--json"],
     "bench_structure.py": ["samples/musimd/wu_fig1_short_circuit.musimd", "--repeat", "1"],
     "bench_scaling.py": ["--shapes", "calls", "--sizes", "60"],
-    "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1",
+    "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1", "--no-compile",
                           "samples/cuda/vector_ops.O3.ptx"],
     "bench_regalloc.py": ["samples/musimd/avgSquare.musimd", "--registers", "3"],
     "bench_srqp_size.py": ["60"],

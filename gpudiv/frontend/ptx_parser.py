@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import threading
 from functools import cache
-from importlib import resources
 
 from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from gpudiv.frontend import ptx_fast
+from gpudiv.frontend.grammars import lalr_parser
 from gpudiv.frontend.ptx_forms import COMMENT as _COMMENT
 from gpudiv.frontend.ptx_forms import (
     PDecl,
@@ -274,9 +274,7 @@ _PARSE_LOCK = threading.Lock()
 @cache
 def parser() -> Lark:
     """The LALR parser for PTX with its callbacks (built once)."""
-    text = resources.files("gpudiv.grammar").joinpath("ptx.lark").read_text()
-    return Lark(text, parser="lalr", lexer="contextual", transformer=_BUILDER,
-                maybe_placeholders=True)
+    return lalr_parser("ptx.lark", transformer=_BUILDER, maybe_placeholders=True)
 
 
 @cache
