@@ -309,9 +309,21 @@ def _write_body(items: list[_Op | str], assignment: dict[str, str], code: _Code,
             origin = item.origin
         names = dict(assignment)
         temps = _Temps(Counter(), scratch)
-        spilled = [n for n in dict.fromkeys(item.reads + item.writes) if n in code.plans]
-        for name in spilled:
-            names[name] = temps.get(code.types[name])
+        for name in item.reads:
+            if name in code.plans:
+                names[name] = temps.get(code.types[name])
+        # The instruction reads all its operands before it writes, so a register it only
+        # writes may take the scratch of a read; not that of a register read and written.
+        outs = _Temps(Counter(), scratch)
+        kept = {names[n] for n in item.writes if n in code.plans and n in item.reads}
+        for name in item.writes:
+            if name in code.plans and name not in item.reads:
+                candidate = outs.get(code.types[name])
+                while candidate in kept:
+                    candidate = outs.get(code.types[name])
+                names[name] = candidate
+        for type_, n in outs.used.items():
+            temps.used[type_] = max(temps.used[type_], n)
         before: list[str] = []
         for name in item.reads:
             if name in code.plans:
