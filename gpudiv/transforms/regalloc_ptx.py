@@ -134,20 +134,25 @@ def body_ops(kernel: ir.Kernel, regs: dict[str, str]) -> list[_Op | str]:
     """The body as labels (str) and PTX instructions, in kernel order."""
     source = kernel.attrs["ptx_source"]
     forms: dict[int, PInstr] = source["forms"]
+    inlined: dict[int, tuple] = source["inlined"]
     labels = set(source["labels"])
     items: list[_Op | str] = []
-    ops: dict[int, _Op] = {}
+    ops: dict[int, _Op] = {}  # by id of the PTX instruction: an inlined call is one
     for block in kernel.blocks:
         if block.label in labels:
             items.append(block.label)
         for instr in block.instructions:
             group = instr.group
-            if group is None or group not in forms:
+            if group in forms:
+                pi, origin = forms[group], instr.attrs.get("origin")
+            elif group in inlined:  # a callee's instruction: written as its call
+                pi, origin = inlined[group]
+            else:
                 raise PtxAllocError(f"kernel {kernel.name}: instruction '{instr.text}' "
                                     "has no PTX form to rename")
-            op = ops.get(group)
+            op = ops.get(id(pi))
             if op is None:
-                op = ops[group] = _Op(forms[group], instr.attrs.get("origin"))
+                op = ops[id(pi)] = _Op(pi, origin)
                 items.append(op)
             op.reads += [v for v in instr.used_vars if v in regs and v not in op.reads]
             if instr.dest in regs and instr.dest not in op.writes:
@@ -225,7 +230,7 @@ class _Code:
         load = f"ld.{space}.{_mem_type(type_)} {into}, {self.address(name)};"
         if p.rule == SHARED_AFFINE:
             tid = temp.get("b32")
-            code = _affine(tid, tid, p.coefficient, into)
+            code = _affine(into, tid, p.coefficient, into)
             self.static["mad_instructions"] += len(code)
             return [load, *code]
         return [load]
@@ -356,14 +361,16 @@ def _label(name: str) -> str:
 
 
 def _setup_base(slots: int) -> list[str]:
-    """`%sb` = the shared area + (linear thread index / 32) · slots · 8."""
-    a, b = f"{prefix('b32')}x0", f"{prefix('b32')}x1"
-    return [f"mov.u32 {a}, %tid.z;", f"mov.u32 {b}, %ntid.y;", f"mov.u32 {BASE}, %tid.y;",
-            f"mad.lo.u32 {BASE}, {a}, {b}, {BASE};", f"mov.u32 {a}, %tid.x;",
-            f"mov.u32 {b}, %ntid.x;", f"mad.lo.u32 {BASE}, {BASE}, {b}, {a};",
-            f"shr.u32 {BASE}, {BASE}, 5;", f"mov.u32 {a}, {SHARED_AREA};",
+    """`%sb` = the shared area + (linear thread index / 32) · slots · 8, through one
+    scratch register."""
+    t = f"{prefix('b32')}x0"
+    return [f"mov.u32 {BASE}, %tid.z;", f"mov.u32 {t}, %ntid.y;",
+            f"mul.lo.u32 {BASE}, {BASE}, {t};", f"mov.u32 {t}, %tid.y;",
+            f"add.u32 {BASE}, {BASE}, {t};", f"mov.u32 {t}, %ntid.x;",
+            f"mul.lo.u32 {BASE}, {BASE}, {t};", f"mov.u32 {t}, %tid.x;",
+            f"add.u32 {BASE}, {BASE}, {t};", f"shr.u32 {BASE}, {BASE}, 5;",
             f"mul.lo.u32 {BASE}, {BASE}, {slots * SLOT_BYTES};",
-            f"add.u32 {BASE}, {BASE}, {a};"]
+            f"mov.u32 {t}, {SHARED_AREA};", f"add.u32 {BASE}, {BASE}, {t};"]
 
 
 def _warps(kernel: ir.Kernel) -> int:
@@ -429,7 +436,7 @@ def allocate_kernel(kernel: ir.Kernel, allocator: str, registers: int,
         names = {n: f"{prefix(regs[n])}{k}" for n, k in assignment.registers.items()}
         body = _write_body(items, names, code, files)
         if code.shared_slots:
-            body.scratch["b32"] = max(body.scratch["b32"], 2)
+            body.scratch["b32"] = max(body.scratch["b32"], 1)
         over = {}
         for c in by_class.keys() | body.scratch.keys():
             used = len({k for n, k in assignment.registers.items() if regs[n] == c})
