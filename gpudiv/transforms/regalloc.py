@@ -21,8 +21,8 @@ Options: `allocator` (linear, divergence, remat, affine; `spill_rules.ALLOCATORS
 Parameters are not registers (they are read from parameter space, as `ld.param`); a
 parameter the kernel assigns is first copied into a fresh variable. The kernel records
 its statistics in `attrs["transform_stats"]` and its spill areas in `attrs["scratch"]`
-(what `--verify` may find changed in the result and not in the original). μ-SIMD only:
-a PTX kernel is refused.
+(what `--verify` may find changed in the result and not in the original). A PTX program
+is allocated on its text by `regalloc_ptx.py` (`run_program`).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ class RegisterAllocation(Pass):
 
     name = "regalloc"
     description = ("register allocation: linear scan, spills to local memory or, by "
-                   "divergence and affinity, to shared memory or recomputed (μ-SIMD)")
+                   "divergence and affinity, to shared memory or recomputed (μ-SIMD, PTX)")
 
     def _settings(self) -> tuple[str, int]:
         """(allocator, registers) from the options, checked."""
