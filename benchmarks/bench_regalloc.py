@@ -89,14 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", help="files or folders (default: the samples)")
     parser.add_argument("--registers", default="3",
                         help="registers (per class on PTX); PTX also `min`: per kernel the "
-                             "smallest budget (from 3) every allocator's spill code fits")
+                             "smallest budget (from 1) every allocator's spill code fits")
     parser.add_argument("--no-base-register", action="store_true",
                         help="μ-SIMD: the sharing allocators get N registers too")
     parser.add_argument("--ptx", action="store_true", help="the CUDA samples' PTX")
     args = parser.parse_args(argv)
     language, suffix = ("ptx", ".ptx") if args.ptx else ("musimd", ".musimd")
     search = args.ptx and args.registers == "min"
-    registers = 3 if search else int(args.registers)
+    registers = 1 if search else int(args.registers)
     paths = args.paths or [str(p) for p in (DEFAULT_PTX if args.ptx else DEFAULT)]
     rows: list[str] = []
     gains: dict[str, list[float]] = {a: [] for a in ALLOCATORS}
