@@ -2,12 +2,15 @@
 `.shared` spills, the hazards of note §4.8, `ptxas` and `--verify` as judges."""
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from gpudiv.analyses import get_analysis
 from gpudiv.load import load
+from gpudiv.randptx import random_ptx
 from gpudiv.transforms import regalloc_ptx
 from gpudiv.transforms.spill_rules import LOCAL, SHARED, SpillPlan
 from gpudiv.verify.transform_check import TransformError, transform
@@ -126,3 +129,17 @@ def test_sharing_a_divergent_register_or_one_area_for_all_warps_is_caught(monkey
     assert allocate("divergence", **other).kernels[0].status == "verified"
     monkeypatch.setattr(regalloc_ptx, "_setup_base", one_area)
     assert allocate("divergence", **other).kernels[0].status == "differs"
+
+
+@pytest.mark.slow
+def test_benchmark_over_ptx_lists_verified_allocations(tmp_path):
+    path = tmp_path / "rand.ptx"
+    path.write_text(random_ptx(11, 8))
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "benchmarks/bench_regalloc.py", "--ptx",
+                           "--registers", "min", str(path)], cwd=root, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| rand.ptx:")]
+    assert len(rows) == 4 and all("| verified |" in row for row in rows), done.stdout
+    assert "verified: 4" in done.stdout
