@@ -37,6 +37,7 @@ exactly the text that is printed (and that `ptxas` checks).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpudiv import ir
@@ -165,11 +166,6 @@ def body_ops(kernel: ir.Kernel, regs: dict[str, str]) -> list[_Op | str]:
         if op.pi.guard:  # a guarded write keeps the old value when the guard is false
             op.reads += [w for w in op.writes if w not in op.reads]
     return items
-
-
-def klass(type_: str) -> str:
-    """The register class of a declared type (the type itself)."""
-    return type_
 
 
 def prefix(type_: str) -> str:
@@ -423,7 +419,7 @@ def allocate_kernel(kernel: ir.Kernel, allocator: str, registers: int,
     spans = {n: s for n, s in intervals(kernel, live).items() if n in regs}
     by_class: dict[str, dict[str, Interval]] = {}
     for name, span in spans.items():
-        by_class.setdefault(klass(regs[name]), {})[name] = span
+        by_class.setdefault(regs[name], {})[name] = span
     budget = {c: registers for c in by_class}
     for _ in range(4 * registers + 8):
         assignment = Assignment()
@@ -525,8 +521,9 @@ def _stats(kernel: ir.Kernel, allocator: str, registers: int, assignment: Assign
 
 def allocate_program(program: ir.Program, kernels: set[str] | None, allocator: str,
                      registers: int,
-                     analyze) -> ir.Program:  # noqa: ANN001 - (kernel, name) -> result
-    """The program with the chosen kernels allocated, read back from its new text."""
+                     analyze: Callable[[ir.Kernel, str], KernelResult]) -> ir.Program:
+    """The program with the chosen kernels allocated (`analyze(kernel, name)`: a named
+    analysis' result), read back from its new text."""
     files = {path: index for index, path in sorted(program.attrs.get("files", {}).items())}
     try:
         text = print_ptx(program)
