@@ -41,6 +41,8 @@ DEFAULT = [ROOT / "samples" / "musimd"]
 DEFAULT_PTX = [ROOT / "samples" / "cuda"]
 SKIP = ("deadlock", "spin_lock")  # kernels written to hang: every launch runs to its budget
 SHARES = ("divergence", "affine")
+RULE_KEYS = ("spilled", "spills_local", "spills_constant", "spills_shared", "spills_remat",
+             "spills_shared_affine")
 NEEDS = re.compile(r"the spill code alone needs (\d+)")
 PTXAS = shutil.which("ptxas")
 
@@ -83,6 +85,31 @@ def _ptxas(text: str) -> str:
     return "ok" if done.returncode == 0 else "error"
 
 
+def _own_budgets(program: ir.Program, index: int, path: str, tally: Counter) -> None:
+    """A kernel that every allocator's budget holds without spilling: each allocator at
+    its own smallest budget, verified when it spills there (`own budget verified`)."""
+    name = program.kernels[index].name
+    for allocator in ALLOCATORS:
+        budget = 1
+        while True:
+            out = _allocate(program, name, allocator, budget)
+            found = NEEDS.search(out) if isinstance(out, str) else None
+            if found is None or int(found.group(1)) <= budget:
+                break
+            budget = int(found.group(1))
+        if isinstance(out, str):
+            tally["own budget refused"] += 1
+            continue
+        if out.kernels[index].attrs["transform_stats"]["spilled"] == 0:
+            tally["own budget no spill"] += 1
+            continue
+        text = print_program(out)
+        printed = parse_text(text, path, "ptx").kernels[index]
+        status = compare_kernels(program.kernels[index], printed, "ptx", index).status
+        tally[f"own budget {status}"] += 1
+        tally[f"own budget ptxas {_ptxas(text)}"] += 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Allocate every sample kernel with every allocator and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -101,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[str] = []
     gains: dict[str, list[float]] = {a: [] for a in ALLOCATORS}
     tally: Counter = Counter()
+    totals: dict[str, Counter] = {a: Counter() for a in ALLOCATORS}
     notes: list[str] = []
     for path in collect_inputs(paths):
         if not path.endswith(suffix) or any(s in path for s in SKIP):
@@ -123,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             first = outs["linear"].kernels[index]  # type: ignore[union-attr]
             if first.attrs["transform_stats"]["spilled"] == 0:
                 tally["no spill"] += 1
+                if search:  # each allocator alone at the smallest budget it fits
+                    _own_budgets(program, index, path, tally)
                 continue
             costs = {}
             for allocator, out in outs.items():
@@ -135,12 +165,15 @@ def main(argv: list[str] | None = None) -> int:
                                          scratch=done.attrs.get("scratch")).status
                 tally[status] += 1
                 accepted = _ptxas(text) if language == "ptx" else "-"
-                tally[f"ptxas {accepted}"] += 1
+                if language == "ptx":
+                    tally[f"ptxas {accepted}"] += 1
                 costs[allocator] = profile(printed, launches_for(language, kernel, index),
                                            language)
                 gain = speedup(costs["linear"], costs[allocator])
                 if costs[allocator].runs:
                     gains[allocator].append(1 + gain)
+                for key in RULE_KEYS:
+                    totals[allocator][key] += int(stats[key])  # type: ignore[call-overload]
                 rows.append(
                     f"| {where} | {allocator} | {stats['register_budget']} | "
                     f"{stats['spilled']} | {stats['spills_local']} | {stats['spills_constant']}"
@@ -154,11 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print()
-    print("| allocator | kernels | geometric-mean modelled speed-up over linear scan |")
-    print("|---|---|---|")
+    print("| allocator | kernels | spilled | local | (i) | (ii) | (iii) | (iv) | "
+          "geometric-mean modelled speed-up over linear scan |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for allocator, values in gains.items():
         mean = math.exp(sum(map(math.log, values)) / len(values)) - 1 if values else 0.0
-        print(f"| {allocator} | {len(values)} | {100 * mean:+.2f}% |")
+        spills = " | ".join(str(totals[allocator][k]) for k in RULE_KEYS)
+        print(f"| {allocator} | {len(values)} | {spills} | {100 * mean:+.2f}% |")
     print()
     print(", ".join(f"{k}: {v}" for k, v in sorted(tally.items())))
     print("\n".join(notes))
