@@ -472,18 +472,20 @@ def allocate_kernel(kernel: ir.Kernel, allocator: str, registers: int,
     if code.local_slots:
         declarations.append(f".local .align {SLOT_BYTES} .b8 "
                             f"{LOCAL_AREA}[{code.local_slots * SLOT_BYTES}];")
-    entry = _entry(kernel, files, declarations, setup + body.lines)
+    entry = _entry(kernel, files, declarations, setup + body.lines, set(regs))
     return Allocation(entry, _stats(kernel, allocator, registers, assignment, plans, code,
                                     body, regs, len([i for i in items if isinstance(i, _Op)])))
 
 
 def _entry(kernel: ir.Kernel, files: dict[str, int], declarations: list[str],
-           body: list[str]) -> str:
-    """The kernel's `.entry` with new register declarations and body."""
+           body: list[str], allocated: set[str]) -> str:
+    """The kernel's `.entry` with new register declarations and body (the declarations
+    of registers not allocated, such as those of inline-asm scopes, are kept)."""
     original = print_kernel(kernel, files).split("\n")
     opening = original.index("{")
     end = original.index("", opening)
-    kept = [line for line in original[opening + 1:end] if not line.startswith("\t.reg ")]
+    kept = [line for line in original[opening + 1:end]
+            if not line.startswith("\t.reg ") or line.rstrip(";").split()[-1] not in allocated]
     lines = [*original[:opening + 1], *kept, *(f"\t{d}" for d in declarations), "",
              *body, "}"]
     return "\n".join(lines) + "\n"

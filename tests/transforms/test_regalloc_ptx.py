@@ -143,3 +143,13 @@ def test_benchmark_over_ptx_lists_verified_allocations(tmp_path):
     rows = [line for line in done.stdout.splitlines() if line.startswith("| rand.ptx:")]
     assert len(rows) == 4 and all("| verified |" in row for row in rows), done.stdout
     assert "verified: 4" in done.stdout
+
+
+def test_registers_of_an_inline_asm_scope_keep_their_declarations():
+    """half2_axpy's inline asm declares `.reg .f16 low;` in a nested scope: not a `%`
+    register, not allocated, and its declaration (with its type) stays."""
+    done = allocate("linear", path=CUDA / "half_precision.O3.ptx", kernel="half2_axpy",
+                    registers=3)
+    (kernel,) = done.kernels
+    assert kernel.status == "verified" and kernel.static["spilled"]
+    assert ".reg .f16 low;" in entry(done.text, "half2_axpy")
