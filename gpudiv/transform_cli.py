@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="regalloc: where spilled values go (linear: local memory; "
                              "divergence, remat, affine: Sampaio 2013 Fig 4.3)")
     parser.add_argument("--registers", type=int, default=8, metavar="N",
-                        help="regalloc: registers per thread for the kernel's values")
+                        help="regalloc: registers per thread for the kernel's values (PTX: per "
+                             "register class, scratch and shared base included)")
     parser.add_argument("--divergence", choices=DIVERGENCE_ANALYSES, default=None,
                         help="divergence analysis whose divergent branches the code-motion "
                              "passes (sscm, esrqp, ssrqp, ssrqp-s) use (default affine2)")

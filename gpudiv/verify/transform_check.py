@@ -186,10 +186,12 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
             report.difference_detail = equal.difference.to_json()
         if equal.status == VERIFIED:
             report.oracle_violations = _oracle(reread, printed, seed + index, analysis)
-        if "scratch" in new.attrs and program.language == "musimd":
-            launches = launches_for(program.language, old, seed + index)
-            report.dynamic["spills"] = {"before": profile(old, launches).to_json(),
-                                        "after": profile(printed, launches).to_json()}
+        if "allocator" in new.attrs.get(STATS, {}):  # regalloc: spill traffic, modelled
+            language = program.language
+            launches = launches_for(language, old, seed + index)
+            report.dynamic["spills"] = {
+                "before": profile(old, launches, language).to_json(),
+                "after": profile(printed, launches, language).to_json()}
     return outcome
 
 
