@@ -239,7 +239,8 @@ def _type(kernel: ir.Kernel, model: LoadModel, f: int) -> str:
 
 
 def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
-    """Copy each hoisted load before the branches `hnode` names and make the origin read
+    """Copy each hoisted load before the branches `hnode` names and at the end of the
+    statements `cnode` names (Algorithm 2.1's compensation), and make the origin read
     the copy; whether anything changed."""
     origins = {o for (o,) in found.get("hoist", ())}
     if not origins:
@@ -247,7 +248,8 @@ def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
     rewriter = Rewriter(kernel)
     forms = sorted({model.occurrences[o] for o in origins})
     temps = {f: rewriter.fresh_register(f"sr_h{f}", _type(kernel, model, f)) for f in forms}
-    places = sorted({(n, model.occurrences[o]) for o, n in found.get("hnode", ())
+    places = sorted({(n, model.occurrences[o])
+                     for o, n in found.get("hnode", set()) | found.get("cnode", set())
                      if o in origins})
     for n, f in places:
         place_after(rewriter, model, n, load_of(model, f, temps[f], rewriter))

@@ -72,12 +72,26 @@ def test_fig_4_13_ssrqp_hoists_into_node_2_and_rotates(pass_name):
     texts = [i.text for i in kernel.instructions()]
     assert any(t.startswith("sr_h") and "shared" in t for t in
                [i.text for i in kernel.blocks[1].instructions])
-    assert sum(1 for t in texts if t.startswith("b = sr_t")) == 1  # node 8 reads a temp
+    # node 8 reads a temporary: SSRQP's rotating one; SSRQP_S also hoists A[i] above the
+    # loop branch, compensated (Algorithm 2.1 line 7) at the end of node 1
+    reads = "b = sr_t" if pass_name == "ssrqp" else "b = sr_h"
+    assert sum(1 for t in texts if t.startswith(reads)) == 1
 
 
 def test_fig_4_12_ssrqp_leaves_one_load_in_node_1():
     assert loads(run("fig4_12", "esrqp")) == {"N2": 1, "N5": 1}
     assert loads(run("fig4_12", "ssrqp")) == {"N1": 1}
+
+
+def test_algorithm_2_1_compensation_inserts_into_the_predecessor_that_cannot_hoist():
+    # compensation.musimd: the query from L meets N's entry with P2 hoisting above D3
+    # and P1 redefining i; N is down-safe and P1 in the CDRND, so the load goes to the
+    # end of P1 and before D3's branch (not before N's branch, as without line 7)
+    kernel = run("compensation", "ssrqp")
+    assert loads(kernel) == {"D3": 1, "P1": 1}
+    assert [i.text for i in kernel.blocks[3].instructions] == ["i = i * 2",
+                                                               "sr_h0 = shared[i]"]
+    assert loads(run("compensation", "esrqp")) == {"L": 1, "R": 1}
 
 
 def test_divergence_option_chooses_where_ssrqp_speculates():
