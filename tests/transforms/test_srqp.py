@@ -63,6 +63,22 @@ def test_fig_4_11_esrqp_inserts_nothing_into_divergent_sides():
         assert loads(run("fig4_11", pass_name)) == {"N5": 1, "N8": 1}
 
 
+def test_fig_4_11f_insertion_sets_when_a_i_plus_1_is_anticipated_by_value():
+    # Which reading of Fig 4.11 we implement: anticipability compares values (the
+    # address after conversion), not "A[i] or A[i+1]" lexically as the seed's trace does.
+    # With a load of A[i] after the loop, A[i+1] at node 7 is down-safe by value on the
+    # exit path too, and SRQP makes exactly the seed's Fig 4.11f insertions: A[i] into
+    # node 1, A[i+1] into nodes 3 and 6 (each with its address); ESRQP suppresses 3, 6
+    # and so, as the seed says, changes nothing.
+    kernel = run("fig4_11_exit_load", "srqp")
+    assert loads(kernel) == {"N1": 1, "N5": 1, "N6": 1, "N3": 1}
+    texts = {b.label: [i.text for i in b.instructions] for b in kernel.blocks}
+    assert "sr_t1 = shared[i]" in texts["N1"]
+    assert any(t.startswith("sr_a") and t.endswith("= i + 1") for t in texts["N3"])
+    assert [t for t in texts["N8"] if "sr_t" in t][0].startswith("b = sr_t")
+    assert loads(run("fig4_11_exit_load", "esrqp")) == {"N5": 1, "N8": 1, "E": 1}
+
+
 @pytest.mark.parametrize("pass_name", ["ssrqp", "ssrqp-s"])
 def test_fig_4_13_ssrqp_hoists_into_node_2_and_rotates(pass_name):
     kernel = run("fig4_11", pass_name)
