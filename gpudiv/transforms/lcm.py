@@ -23,6 +23,7 @@ from gpudiv.transforms.critical_edges import (
     drop_unused_edge_blocks,
 )
 from gpudiv.transforms.motion import Model, build_model, facts
+from gpudiv.transforms.motion_explain import ExpressionMotion, lcm_records
 
 PLACES = ("ninsert", "xinsert", "nreplace", "xreplace")
 
@@ -141,14 +142,19 @@ class LazyCodeMotion(Pass):
 
     name = "lcm"
     description = "lazy code motion of pure computations (rules/safety.lp, rules/lcm.lp)"
+    records: list[ExpressionMotion]
+    speculate_blocks: frozenset[str] = frozenset()
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
-        """The kernel with its partial redundancies removed, lazily placed."""
+        """The kernel with its partial redundancies removed, lazily placed (what moved
+        and why in `records`)."""
+        self.records = []
         work = clone_kernel(kernel)
         solved = solve_lcm(work)
         if solved is None or not changes(lcm_places(solved[1])):
             return kernel  # nothing to move: leave even the critical edges alone
         model, relations = solved
+        self.records = lcm_records(model, relations)
         apply(work, model, lcm_places(relations))
         drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
         return work

@@ -38,6 +38,11 @@ from gpudiv.transforms.loads import (
     load_facts,
     reconvergence_kills,
 )
+from gpudiv.transforms.motion_explain import (
+    ExpressionMotion,
+    availability_records,
+    speculation_records,
+)
 from gpudiv.transforms.sscm import branch_blocks, divergent_blocks
 
 Relations = dict[str, set[tuple]]
@@ -261,10 +266,20 @@ def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
     return True
 
 
+def cdrnd_statements(kernel: ir.Kernel, model: LoadModel, found: Relations) -> set[int]:
+    """The statements in CDRND blocks (cdrnd.lp's `bcdrnd`, blocks by number)."""
+    blocks = {kernel.blocks[b].label for (b,) in found.get("bcdrnd", ())
+              if isinstance(b, int)}
+    return {n for n, (label, _) in enumerate(model.nodes) if label in blocks}
+
+
 def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
-                  hoist_at: set[str] | None) -> ir.Kernel:
+                  hoist_at: set[str] | None,
+                  records: list[ExpressionMotion] | None = None) -> ir.Kernel:
     """The scalar-replacement pipeline on a copy of `kernel` (the kernel itself when
-    nothing changes): speculation first when `hoist_at` is given, then (E)SRQP."""
+    nothing changes): speculation first when `hoist_at` is given, then (E)SRQP; what
+    each step did and why is appended to `records`."""
+    records = [] if records is None else records
     work = clone_kernel(kernel)
     if not prepare(work):
         return kernel
@@ -273,12 +288,16 @@ def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
     if hoist_at is not None:
         model = build_load_model(work, language)
         reconvergence_kills(work, model, divergent)
-        changed |= apply_hoists(work, model, solve_loads(work, model, divergent,
-                                                         hoist_at, True))
+        found = solve_loads(work, model, divergent, hoist_at, True)
+        records += speculation_records(model, found, hoist_at)
+        changed |= apply_hoists(work, model, found)
     model = build_load_model(work, language)
     reconvergence_kills(work, model, divergent)
-    changed |= apply_replacement(work, model, solve_loads(work, model, divergent, None, gate))
+    found = solve_loads(work, model, divergent, None, gate)
+    records += availability_records(model, found, cdrnd_statements(work, model, found))
+    changed |= apply_replacement(work, model, found)
     if not changed:
+        records.clear()
         return kernel
     drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
     return work
@@ -289,9 +308,12 @@ class _ScalarReplacement(Pass):
 
     gate: ClassVar[bool] = False
     speculate: ClassVar[str | None] = None  # None, "divergent" or "every"
+    records: list[ExpressionMotion]
+    speculate_blocks: frozenset[str] = frozenset()
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
-        """The kernel with its redundant loads replaced (see the module docstring)."""
+        """The kernel with its redundant loads replaced (see the module docstring; what
+        moved and why in `records`)."""
         analysis = str(self.options.get("divergence", "affine2"))
         divergent = divergent_blocks(kernel, analysis)
         hoist_at = None
@@ -299,7 +321,8 @@ class _ScalarReplacement(Pass):
             hoist_at = divergent
         elif self.speculate == "every":
             hoist_at = branch_blocks(kernel)
-        return replace_loads(kernel, divergent, self.gate, hoist_at)
+        self.records, self.speculate_blocks = [], frozenset(hoist_at or ())
+        return replace_loads(kernel, divergent, self.gate, hoist_at, self.records)
 
 
 @register

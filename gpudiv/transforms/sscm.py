@@ -35,6 +35,7 @@ from gpudiv.transforms.lcm import (
     solve_model,
 )
 from gpudiv.transforms.motion import Model, build_model, is_candidate, key_of
+from gpudiv.transforms.motion_explain import ExpressionMotion, lcm_records, region_records
 
 Relations = dict[str, set[tuple[int, str]]]
 
@@ -69,8 +70,9 @@ def unify(kernel: ir.Kernel, keys: set, temps: dict) -> None:
         temp = temps[key]
         if instr.dest == temp:
             continue
+        rhs = instr.text.split(" = ", 1)[1] if " = " in instr.text else instr.text
         twin = replace(instr, dest=temp, attrs=dict(instr.attrs), id=ir.NO_ID, group=None,
-                       text=f"{temp} = {instr.text}")
+                       text=f"{temp} = {rhs}")
         rewriter.insert_before(instr, twin)
         instr.operator, instr.args, instr.group = "copy", (ir.Var(temp),), None
         instr.attrs.pop("opcode", None)
@@ -103,13 +105,17 @@ def place(kernel: ir.Kernel, model: Model, relations: Relations, chosen: set[int
                 rewriter.erase(instr)
 
 
-def sparse(kernel: ir.Kernel, speculate: set[str]) -> ir.Kernel:
-    """LCM, then the sparse region step (speculating at `speculate` blocks)."""
+def sparse(kernel: ir.Kernel, speculate: set[str],
+           records: list[ExpressionMotion] | None = None) -> ir.Kernel:
+    """LCM, then the sparse region step (speculating at `speculate` blocks); what each
+    step moved and why is appended to `records`."""
+    records = [] if records is None else records
     work = clone_kernel(kernel)
     solved = solve_lcm(work)
     if solved is None:
         return kernel
     model, relations = solved
+    records += lcm_records(model, relations)
     lcm_temps = apply(work, model, lcm_places(relations))
     temps = {model.keys[e]: t for e, t in lcm_temps.items()}
     trial = clone_kernel(work)
@@ -121,9 +127,11 @@ def sparse(kernel: ir.Kernel, speculate: set[str]) -> ir.Kernel:
         unify(work, moving, temps)
         final = build_model(work)
         found = solve_model(final, ["safety.lp", "sscm.lp"], speculate)
-        place(work, final, found, {e for e, key in enumerate(final.keys) if key in moving},
-              temps)
+        chosen = {e for e, key in enumerate(final.keys) if key in moving}
+        place(work, final, found, chosen, temps)
+        records += region_records(final, found, chosen, speculate)
     elif not any(relations.get(n) for n in ("ninsert", "xinsert", "nreplace", "xreplace")):
+        records.clear()
         return kernel
     drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
     return work
@@ -138,7 +146,8 @@ class SparseCodeMotion(Pass):
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel after LCM and the sparse (non-speculative) region step."""
-        return sparse(kernel, set())
+        self.records, self.speculate_blocks = [], frozenset()
+        return sparse(kernel, set(), self.records)
 
 
 @register
@@ -153,7 +162,9 @@ class SpeculativeSparseCodeMotion(Pass):
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel after LCM and the speculative sparse region step."""
         analysis = str(self.options.get("divergence", self.divergence))
-        return sparse(kernel, divergent_blocks(kernel, analysis))
+        self.records = []
+        self.speculate_blocks = frozenset(divergent_blocks(kernel, analysis))
+        return sparse(kernel, set(self.speculate_blocks), self.records)
 
 
 @register
@@ -190,4 +201,6 @@ class SpeculativeCodeMotionEverywhere(Pass):
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel after LCM and the region step speculating at every branch."""
-        return sparse(kernel, branch_blocks(kernel))
+        self.records = []
+        self.speculate_blocks = frozenset(branch_blocks(kernel))
+        return sparse(kernel, set(self.speculate_blocks), self.records)
