@@ -7,8 +7,8 @@ with `-o` it goes to OUT (a file for one input file, a folder mirroring the inpu
 folder). `--verify` reports per kernel `verified`, `differs` (with the first difference)
 or `not-executed`. `--explain` (one code-motion pass) prints, instead of the program, per
 kernel and expression the insertion and replacement points and the predicate values
-that justify them (`gpudiv.explain_motion`). Exit status: 0, 1 when a kernel differs or violates a claim, 2 on
-bad input (unknown pass, unreadable file) with `FILE:LINE:COL: error:` lines.
+that justify them (`gpudiv.explain_motion`). Exit status: 0, 1 when a kernel differs or
+violates a claim, 2 on bad input (unknown pass, unreadable file) with `FILE:LINE:COL: error:` lines.
 
 Host programs (`.host` files) take `--pass kfcm` or `--pass kf-trad` (`gpudiv.fuse_cli`).
 """

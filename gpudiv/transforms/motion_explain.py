@@ -25,7 +25,6 @@ from gpudiv.transforms.builder import clone_kernel
 from gpudiv.transforms.loads import LoadModel
 from gpudiv.transforms.motion import Model
 
-
 MOTION_PASSES = ("lcm", "scm", "sscm", "sscm-simple", "sscm-affine", "spre", "srqp",
                  "esrqp", "ssrqp-s", "ssrqp")
 
@@ -190,8 +189,9 @@ def availability_records(model: LoadModel, found: dict,
         for n, after, before in sorted(found.get("convert", ())):
             if after == f:
                 label, text = _statement(model, n)
+                carried = form_text(model.forms[before])
                 record.insertions.append(Point(label, "end", {"convert": True},
-                                               f"{text} (carries {form_text(model.forms[before])})"))
+                                               f"{text} (carries {carried})"))
         for n, g in sorted(found.get("replace", ())):
             if g == f:
                 label, text = _statement(model, n)
