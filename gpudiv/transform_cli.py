@@ -1,5 +1,5 @@
 """`gpudiv transform FILE|DIR… --pass P[,P…] [--kernel K] [-o OUT] [--verify]
-[--divergence simple|affine|affine2] [--allocator A --registers N] [--explain]
+[--divergence simple|affine|affine2] [--allocator A --registers N] [--explain] [--no-coalesce]
 [--format text|json]` and `gpudiv transform --list`.
 
 Without `-o` and `--verify` the transformed program is written to standard output;
@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--divergence", choices=DIVERGENCE_ANALYSES, default=None,
                         help="divergence analysis whose divergent branches the code-motion "
                              "passes (sscm, esrqp, ssrqp, ssrqp-s) use (default affine2)")
+    parser.add_argument("--no-coalesce", dest="coalesce", action="store_false",
+                        help="code-motion passes: keep the copies of their temporaries "
+                             "(no copy coalescing after the motion)")
     parser.add_argument("--explain", action="store_true",
                         help="code-motion passes: print per expression the insertion and "
                              "replacement points and the predicate values behind them "
@@ -141,12 +144,15 @@ def _report_text(result: FileTransform) -> None:
 
 
 def pass_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
-    """Options per pass name: the allocator's, and --divergence for every pass named."""
+    """Options per pass name: the allocator's, and --divergence and --no-coalesce for
+    every pass named."""
     options: dict[str, dict[str, object]] = {
         "regalloc": {"allocator": args.allocator, "registers": args.registers}}
-    if args.divergence:
-        for name in (n.strip() for n in (args.passes or "").split(",") if n.strip()):
+    for name in (n.strip() for n in (args.passes or "").split(",") if n.strip()):
+        if args.divergence:
             options.setdefault(name, {})["divergence"] = args.divergence
+        if not args.coalesce:
+            options.setdefault(name, {})["coalesce"] = False
     return options
 
 

@@ -17,6 +17,7 @@ from gpudiv import ir
 from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.coalesce import coalesce_new
 from gpudiv.transforms.critical_edges import (
     SplitCriticalEdges,
     critical_edges,
@@ -157,4 +158,5 @@ class LazyCodeMotion(Pass):
         self.records = lcm_records(model, relations)
         apply(work, model, lcm_places(relations))
         drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
+        coalesce_new(work, kernel, bool(self.options.get("coalesce", True)))
         return work

@@ -30,6 +30,7 @@ from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms import traits
 from gpudiv.transforms.base import Pass, PassError, kernel_language, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.coalesce import coalesce_new
 from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
 from gpudiv.transforms.lcm import prepare
 from gpudiv.transforms.loads import (
@@ -275,10 +276,12 @@ def cdrnd_statements(kernel: ir.Kernel, model: LoadModel, found: Relations) -> s
 
 def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
                   hoist_at: set[str] | None,
-                  records: list[ExpressionMotion] | None = None) -> ir.Kernel:
+                  records: list[ExpressionMotion] | None = None,
+                  coalesce: bool = True) -> ir.Kernel:
     """The scalar-replacement pipeline on a copy of `kernel` (the kernel itself when
-    nothing changes): speculation first when `hoist_at` is given, then (E)SRQP; what
-    each step did and why is appended to `records`."""
+    nothing changes): speculation first when `hoist_at` is given, then (E)SRQP, then
+    copy coalescing unless `coalesce` is false; what each step did and why is appended
+    to `records`."""
     records = [] if records is None else records
     work = clone_kernel(kernel)
     if not prepare(work):
@@ -300,6 +303,7 @@ def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
         records.clear()
         return kernel
     drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
+    coalesce_new(work, kernel, coalesce)
     return work
 
 
@@ -322,7 +326,8 @@ class _ScalarReplacement(Pass):
         elif self.speculate == "every":
             hoist_at = branch_blocks(kernel)
         self.records, self.speculate_blocks = [], frozenset(hoist_at or ())
-        return replace_loads(kernel, divergent, self.gate, hoist_at, self.records)
+        return replace_loads(kernel, divergent, self.gate, hoist_at, self.records,
+                             bool(self.options.get("coalesce", True)))
 
 
 @register

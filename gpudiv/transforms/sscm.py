@@ -23,6 +23,7 @@ from typing import ClassVar
 from gpudiv import ir
 from gpudiv.transforms.base import Pass, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.coalesce import coalesce_new
 from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
 from gpudiv.transforms.lcm import (
     apply,
@@ -106,9 +107,10 @@ def place(kernel: ir.Kernel, model: Model, relations: Relations, chosen: set[int
 
 
 def sparse(kernel: ir.Kernel, speculate: set[str],
-           records: list[ExpressionMotion] | None = None) -> ir.Kernel:
-    """LCM, then the sparse region step (speculating at `speculate` blocks); what each
-    step moved and why is appended to `records`."""
+           records: list[ExpressionMotion] | None = None, coalesce: bool = True) -> ir.Kernel:
+    """LCM, then the sparse region step (speculating at `speculate` blocks), then copy
+    coalescing (unless `coalesce` is false); what each step moved and why is appended
+    to `records`."""
     records = [] if records is None else records
     work = clone_kernel(kernel)
     solved = solve_lcm(work)
@@ -134,6 +136,7 @@ def sparse(kernel: ir.Kernel, speculate: set[str],
         records.clear()
         return kernel
     drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
+    coalesce_new(work, kernel, coalesce)
     return work
 
 
@@ -147,7 +150,7 @@ class SparseCodeMotion(Pass):
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel after LCM and the sparse (non-speculative) region step."""
         self.records, self.speculate_blocks = [], frozenset()
-        return sparse(kernel, set(), self.records)
+        return sparse(kernel, set(), self.records, bool(self.options.get("coalesce", True)))
 
 
 @register
@@ -164,7 +167,8 @@ class SpeculativeSparseCodeMotion(Pass):
         analysis = str(self.options.get("divergence", self.divergence))
         self.records = []
         self.speculate_blocks = frozenset(divergent_blocks(kernel, analysis))
-        return sparse(kernel, set(self.speculate_blocks), self.records)
+        return sparse(kernel, set(self.speculate_blocks), self.records,
+                      bool(self.options.get("coalesce", True)))
 
 
 @register
@@ -203,4 +207,5 @@ class SpeculativeCodeMotionEverywhere(Pass):
         """The kernel after LCM and the region step speculating at every branch."""
         self.records = []
         self.speculate_blocks = frozenset(branch_blocks(kernel))
-        return sparse(kernel, set(self.speculate_blocks), self.records)
+        return sparse(kernel, set(self.speculate_blocks), self.records,
+                      bool(self.options.get("coalesce", True)))

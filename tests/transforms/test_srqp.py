@@ -23,9 +23,11 @@ FIG_4_11 = [(0, 1), (1, 2), (2, 3), (2, 4), (4, 5), (4, 6), (5, 7), (6, 7), (7, 
 
 
 @cache
-def run(name: str, pass_name: str, divergence: str | None = None):
-    """One verified transform of a golden kernel, shared by the tests that read it."""
-    options = {pass_name: {"divergence": divergence}} if divergence else None
+def run(name: str, pass_name: str, divergence: str | None = None, coalesce: bool = False):
+    """One verified transform of a golden kernel, shared by the tests that read it
+    (without copy coalescing unless asked: the seed's figures show the temporaries)."""
+    options = {pass_name: {"coalesce": coalesce} | (
+        {"divergence": divergence} if divergence else {})}
     out = transform(str(MOTION / f"{name}.musimd"), pass_name, verify=True, options=options)
     (report,) = out.kernels
     assert report.status == "verified", report.difference
@@ -92,6 +94,18 @@ def test_fig_4_13_ssrqp_hoists_into_node_2_and_rotates(pass_name):
     # loop branch, compensated (Algorithm 2.1 line 7) at the end of node 1
     reads = "b = sr_t" if pass_name == "ssrqp" else "b = sr_h"
     assert sum(1 for t in texts if t.startswith(reads)) == 1
+
+
+def test_fig_4_13c_after_copy_coalescing_rotates_the_loaded_registers_themselves():
+    # the temporaries merge into the registers they are copied to: node 2 loads A[i+1]
+    # into a, node 1 loads A[i] into b, and the rotating copy of Fig 4.13c is `b = a`
+    kernel = run("fig4_11", "ssrqp", coalesce=True)
+    texts = {b.label: [i.text for i in b.instructions] for b in kernel.blocks}
+    assert "b = shared[i]" in texts["N1"]
+    assert "a = shared[sr_a]" in texts["N2"]
+    assert texts["N5"] == ["s = s + a", "jump N7"]
+    assert "b = a" in texts["N8"] and not any("sr_t" in t or "sr_h" in t
+                                              for ts in texts.values() for t in ts)
 
 
 def test_fig_4_12_ssrqp_leaves_one_load_in_node_1():
