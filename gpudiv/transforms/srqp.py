@@ -52,8 +52,9 @@ ENTRY, VIRTUAL_EXIT = "entry", "exit"
 
 def control_facts(count: int, edges: list[tuple[int, int]], ends: set[int],
                   divergent: set[int]) -> str:
-    """Facts of rules/cdrnd.lp for blocks 0..count-1 (0 is the start): the augmented
-    CFG (`entry` -> 0, `entry` -> `exit`, ends -> `exit`), post-dominance, divergence."""
+    """Facts of rules/cfg.lp and rules/cdrnd.lp for blocks 0..count-1 (0 is the start):
+    the augmented CFG (`entry` -> 0, `entry` -> `exit`, ends -> `exit`), its immediate
+    post-dominators, its branches, and divergence."""
     graph = nx.DiGraph()
     graph.add_nodes_from([ENTRY, VIRTUAL_EXIT, *range(count)])
     graph.add_edge(ENTRY, VIRTUAL_EXIT)
@@ -63,14 +64,11 @@ def control_facts(count: int, edges: list[tuple[int, int]], ends: set[int],
     graph.add_edges_from((n, VIRTUAL_EXIT) for n in ends)
     ipdom = immediate_dominators(graph.reverse(copy=False), VIRTUAL_EXIT)
     lines = [f"bnode({n})." for n in [ENTRY, *range(count)]]
-    lines += [f"bsucc({a},{b})." for a, b in graph.edges]
-    for node in [ENTRY, *range(count)]:
-        walk = node
-        while walk in ipdom:
-            lines.append(f"pdom({node},{walk}).")
-            walk = ipdom[walk]
-        if walk == VIRTUAL_EXIT:
-            lines.append(f"pdom({node},{VIRTUAL_EXIT}).")
+    lines += [f"block({n})." for n in graph.nodes]
+    lines += [f"edge({a},{b})." for a, b in graph.edges]
+    lines += [f"branch({n},{graph.out_degree(n)})." for n in graph.nodes
+              if graph.out_degree(n) > 1]
+    lines += [f"ipdom({n},{p})." for n, p in ipdom.items() if n != p]
     lines += [f"bdiv({n})." for n in sorted(divergent)]
     return "\n".join(lines) + "\n"
 
@@ -96,7 +94,7 @@ def solve_loads(kernel: ir.Kernel, model: LoadModel, divergent: set[str],
     blocks whose branch the speculation query may hoist above (None: no speculation)."""
     if not model.forms:
         return {}
-    rules = ["cdrnd.lp", "srqp.lp"] + (["ssrqp.lp"] if hoist_at is not None else [])
+    rules = ["cfg.lp", "cdrnd.lp", "srqp.lp"] + (["ssrqp.lp"] if hoist_at is not None else [])
     facts = load_facts(model, set(), set(hoist_at or ()), "gate.\n" if gate else "")
     facts += block_facts(kernel, model, divergent)
     try:

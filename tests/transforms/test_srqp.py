@@ -43,7 +43,7 @@ def loads(kernel: ir.Kernel) -> dict[str, int]:
 
 def test_fig_4_11_control_dependence_and_cdrnd():
     text = control_facts(11, FIG_4_11, {10}, {2, 4}) + "branch(-1).\n#show cdrnd/1.\n"
-    got = solve([shipped_rule("cdrnd.lp")], text).atoms
+    got = solve([shipped_rule("cfg.lp"), shipped_rule("cdrnd.lp")], text).atoms
     cd: dict[object, set[int]] = {}
     for x, a in got["cd"]:
         cd.setdefault(a, set()).add(x)
