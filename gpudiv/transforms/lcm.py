@@ -42,16 +42,31 @@ class Placement:
 
 
 def solve_model(model: Model, rules: list[str], speculate: set[str] = frozenset(),
-                extra: str = "") -> dict[str, set[tuple[int, str]]]:
-    """Every shown (expression, block) relation of the rules on the model."""
+                extra: str = "", exprs: list[int] | None = None
+                ) -> dict[str, set[tuple[int, str]]]:
+    """Every shown (expression, block) relation of the rules on the model (for the
+    expressions `exprs`, by default all)."""
     if not model.keys:
         return {}
     try:
-        result = solve([shipped_rule(r) for r in rules], facts(model, speculate), extra)
+        result = solve([shipped_rule(r) for r in rules], facts(model, speculate, exprs),
+                       extra)
     except RuleError as error:
         raise PassError(f"code motion rules failed: {error}") from error
     return {name: {(e, model.labels[n]) for e, n in tuples}
             for name, tuples in result.atoms.items() if tuples and len(tuples[0]) == 2}
+
+
+def solve_each(model: Model, rules: list[str], speculate: set[str] = frozenset()
+               ) -> dict[str, set[tuple[int, str]]]:
+    """`solve_model` one expression at a time, the relations joined: for rules whose
+    optimisation is per expression (sscm.lp), where one solve of their sum must prove
+    the optimum of every combination and grows exponentially with the expressions."""
+    joined: dict[str, set[tuple[int, str]]] = {}
+    for e in range(len(model.keys)):
+        for name, pairs in solve_model(model, rules, speculate, exprs=[e]).items():
+            joined.setdefault(name, set()).update(pairs)
+    return joined
 
 
 def prepare(kernel: ir.Kernel) -> bool:

@@ -159,8 +159,10 @@ def _blocks_in_cycles(succ: dict[str, list[str]]) -> set[str]:
             if len(scc) > 1 or graph.has_edge(b, b)}
 
 
-def facts(model: Model, speculate: set[str] = frozenset()) -> str:
-    """The ASP facts of rules/SCHEMA.md "Code motion": blocks are numbered in order."""
+def facts(model: Model, speculate: set[str] = frozenset(),
+          exprs: list[int] | None = None) -> str:
+    """The ASP facts of rules/SCHEMA.md "Code motion" (of the expressions `exprs`, by
+    default all): blocks are numbered in order."""
     number = {label: n for n, label in enumerate(model.labels)}
     lines = [f"node({n})." for n in number.values()]
     if model.labels:
@@ -168,7 +170,7 @@ def facts(model: Model, speculate: set[str] = frozenset()) -> str:
     lines += [f"end({number[b]})." for b in model.ends]
     lines += [f"succ({number[b]},{number[s]})." for b, ts in model.succ.items() for s in ts]
     lines += [f"speculate({number[b]})." for b in speculate if b in number]
-    for e in range(len(model.keys)):
+    for e in range(len(model.keys)) if exprs is None else exprs:
         lines.append(f"expr({e}).")
         for label in model.labels:
             view, n = model.views[(e, label)], number[label]

@@ -4,7 +4,9 @@
 Both run the seed's four steps: (1) LCM (the `lcm` pass's rules), (2) down- and
 up-safety, with SSCM's Fig 4.5 union at blocks ending in a divergent branch (from the
 divergence analysis chosen by the `divergence` option: simple, affine or affine2), (3-4)
-the closed down-safety region with the fewest R-Earliest points (`#minimize`). Then
+the closed down-safety region with the fewest R-Earliest points (`#minimize`), solved
+one expression at a time (the regions are independent; one solve of the sum grows
+exponentially with the expressions). Then
 `t := E` goes to each R-Earliest point (its entry insertion point when that is
 down-safe, else its exit one) and the entry computations of the RelComp blocks go away.
 
@@ -32,8 +34,8 @@ from gpudiv.transforms.lcm import (
     exit_anchor,
     insert_at,
     lcm_places,
+    solve_each,
     solve_lcm,
-    solve_model,
 )
 from gpudiv.transforms.motion import Model, build_model, is_candidate, key_of
 from gpudiv.transforms.motion_explain import ExpressionMotion, lcm_records, region_records
@@ -123,12 +125,12 @@ def sparse(kernel: ir.Kernel, speculate: set[str],
     trial = clone_kernel(work)
     unify(trial, set(build_model(trial).keys), dict(temps))
     trial_model = build_model(trial)
-    found = solve_model(trial_model, ["safety.lp", "sscm.lp"], speculate)
+    found = solve_each(trial_model, ["safety.lp", "sscm.lp"], speculate)
     moving = {trial_model.keys[e] for e in range(len(trial_model.keys)) if moves(found, e)}
     if moving:
         unify(work, moving, temps)
         final = build_model(work)
-        found = solve_model(final, ["safety.lp", "sscm.lp"], speculate)
+        found = solve_each(final, ["safety.lp", "sscm.lp"], speculate)
         chosen = {e for e, key in enumerate(final.keys) if key in moving}
         place(work, final, found, chosen, temps)
         records += region_records(final, found, chosen, speculate)
