@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel 
     from gpudiv.interp.ptx import PtxLaunch
     from gpudiv.interp.simt import Counters
     from gpudiv.oracle import CheckReport
+    from gpudiv.transforms.motion_explain import MotionExplanation
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
@@ -279,3 +280,17 @@ def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -
             run.same_as_mimd = memories[run.policy] == reference
     return runs
 
+
+
+def explain_motion(source: str | Path | ir.Program, pass_name: str,
+                   kernel: str | None = None, divergence: str | None = None
+                   ) -> list[MotionExplanation]:
+    """Per kernel of a file (path) or parsed program (only `kernel` when given): where one
+    code-motion pass (lcm, scm, sscm, spre, srqp, esrqp, ssrqp-s, ssrqp) inserts and
+    replaces each expression or load, with the predicate values that justify it
+    (`gpudiv transform FILE --pass P --explain`). Raises PassError for another pass."""
+    from gpudiv.transforms.motion_explain import explain_kernel
+
+    options = {"divergence": divergence} if divergence else {}
+    return [explain_kernel(k, pass_name, options) for k in _program(source).kernels
+            if kernel is None or k.name == kernel]

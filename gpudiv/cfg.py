@@ -233,7 +233,7 @@ def _innermost_loops(loops: dict[str, Loop]) -> dict[str, Loop]:
     return innermost
 
 
-def _region(graph: DiGraph, branch: str, stop: str) -> set[str]:
+def branch_region(graph: DiGraph, branch: str, stop: str) -> set[str]:
     """Blocks on paths from the successors of `branch` that do not pass `stop`."""
     seen: set[str] = set()
     work = [s for s in graph.successors(branch) if s != stop]
@@ -270,7 +270,7 @@ def _rejoin_points(graph: DiGraph, ipdom: dict[str, str],
             loop = loops[loop.parent] if loop.parent else None
         if not enclosing:
             continue
-        region = _region(graph, branch, post)
+        region = branch_region(graph, branch, post)
         reentered = [lp for lp in enclosing if region.intersection(lp.headers)]
         if not reentered:
             continue
