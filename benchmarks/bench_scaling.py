@@ -16,6 +16,11 @@ not scaling), then times each stage once per `--repeat` and keeps the median:
 | `findings` | findings and their explanation chains (`file_findings`) |
 | `report` | the JSON document (`analysis_json`, `json.dumps`) |
 
+Times are processor time by default (`--clock cpu`: the child process makes
+`time.perf_counter`, which gpudiv's stage timings read, return `time.process_time` before
+it imports gpudiv), so that other work on a shared machine does not bend the fits;
+`--clock wall` keeps wall-clock time.
+
 After the table, the fitted exponent of each stage per shape: the least-squares slope of
 log(time) against log(instructions) over the sizes (1 linear, 2 quadratic). Stages under
 `--floor` ms at a size are left out of the fit there (timer noise); `-` when fewer than
@@ -113,10 +118,11 @@ def exponents(rows: list[dict], floor: float) -> dict[str, dict[str, float | Non
     return result
 
 
-def _run_child(shape: str, size: int, analysis: str, repeat: int) -> dict:
+def _run_child(shape: str, size: int, analysis: str, repeat: int, clock: str) -> dict:
     """`measure` in a fresh interpreter (no memory or caches carried between sizes)."""
     done = subprocess.run([sys.executable, __file__, "--child", shape, str(size),
-                           "--analysis", analysis, "--repeat", str(repeat)],
+                           "--analysis", analysis, "--repeat", str(repeat),
+                           "--clock", clock],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{shape} {size}: failed\n{done.stderr[-2000:]}")
@@ -153,16 +159,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", type=float, default=5.0,
                         help="stages under this many ms at a size are left out of the fit")
     parser.add_argument("--json", action="store_true", help="rows and exponents as JSON")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="time stages in processor time (default) or wall-clock time")
     parser.add_argument("--child", nargs=2, metavar=("SHAPE", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
+        if args.clock == "cpu":  # before gpudiv is imported: its stage timings read it
+            time.perf_counter = time.process_time
         print(json.dumps(measure(args.child[0], int(args.child[1]), args.analysis,
                                  args.repeat)))
         return 0
     rows = []
     for shape in args.shapes:
         for size in args.sizes:
-            row = _run_child(shape, size, args.analysis, args.repeat)
+            row = _run_child(shape, size, args.analysis, args.repeat, args.clock)
             print(f"{shape} {size}: {row['total']:.0f} ms", file=sys.stderr, flush=True)
             rows.append(row)
     fits = exponents(rows, args.floor)

@@ -1,8 +1,10 @@
-"""Time of the scalar-replacement passes (SRQP, ESRQP, SSRQP_S, SSRQP) on a generated
-μ-SIMD kernel of about N instructions: a chain of divergent ifs, each side loading one of
-a few shared-memory forms, a join loading it again, and an index increment.
+"""Time of the code-motion passes (by default every variant: LCM, SCM, SSCM, SPRE, SRQP,
+ESRQP, SSRQP_S, SSRQP) on a generated μ-SIMD kernel of about N instructions: a chain of
+divergent ifs, each side loading one of a few shared-memory forms (its address computed
+on both sides: partially redundant computations), a join loading it again, and an
+index increment.
 
-    python benchmarks/bench_srqp_size.py [N]        # default 5000
+    python benchmarks/bench_srqp_size.py [N] [--passes P,P…]     # default 5000
 
 Prints the instructions, forms and statement nodes, then per pass the wall and CPU
 seconds of the whole pass (divergence analysis, critical edges, model, clingo, rewrite;
@@ -20,7 +22,7 @@ from gpudiv.load import parse_text
 from gpudiv.transforms import get_pass
 from gpudiv.transforms.loads import build_load_model
 
-PASSES = ("srqp", "esrqp", "ssrqp-s", "ssrqp")
+PASSES = ("lcm", "scm", "sscm", "spre", "srqp", "esrqp", "ssrqp-s", "ssrqp")
 
 
 def chain(size: int) -> str:
@@ -53,18 +55,25 @@ def loads(kernel: ir.Kernel) -> int:
 
 def main(argv: list[str]) -> int:
     """Run and time each pass once."""
+    passes = PASSES
+    if "--passes" in argv:
+        at = argv.index("--passes")
+        passes = tuple(argv[at + 1].split(","))
+        argv = argv[:at] + argv[at + 2:]
     size = int(argv[0]) if argv else 5000
     program = parse_text(chain(size), "chain.musimd")
     (kernel,) = program.kernels
     model = build_load_model(kernel, "musimd")
     print(f"{len(list(kernel.instructions()))} instructions, {len(model.forms)} forms, "
           f"{len(model.nodes)} statement nodes")
-    for name in PASSES:
+    for name in passes:
         start, cpu = time.perf_counter(), cpu_seconds()
         result = get_pass(name).run(kernel)
         seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
         print(f"{name:8} {seconds:6.1f} s wall {cpu:6.1f} s cpu   "
-              f"loads {loads(kernel)} -> {loads(result)}", flush=True)
+              f"loads {loads(kernel)} -> {loads(result)}   instructions "
+              f"{len(list(kernel.instructions()))} -> {len(list(result.instructions()))}",
+              flush=True)
     return 0
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gpudiv import api
 from gpudiv.corpus import collect_inputs
-from gpudiv.interp.ptx import CHECK_SHAPES
+from gpudiv.interp.ptx_synthesis import CHECK_SHAPES
 from gpudiv.oracle import DEFAULT_SHAPES
 
 ROOT = Path(__file__).resolve().parents[1]

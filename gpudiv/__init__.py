@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 __all__ = ["FileAnalysis", "analyze", "analyze_corpus", "analyze_text", "check",
            "export_facts", "load", "print_program", "solve_rules", "structure", "transform",
-           "Budget", "fuse", "load_host", "run_host",
+           "Budget", "fuse", "load_host", "run_host", "explain_motion",
            "__version__"]
 
 # Public name → (module, attribute), imported on first use.
@@ -21,6 +21,7 @@ _LAZY = {
     "analyze": ("gpudiv.api", "analyze"),
     "analyze_text": ("gpudiv.api", "analyze_text"),
     "check": ("gpudiv.api", "check"),
+    "explain_motion": ("gpudiv.api", "explain_motion"),
     "analyze_corpus": ("gpudiv.corpus", "analyze_paths"),
     "export_facts": ("gpudiv.export", "export"),
     "solve_rules": ("gpudiv.experiment", "run_rules"),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel 
     from gpudiv.interp.ptx import PtxLaunch
     from gpudiv.interp.simt import Counters
     from gpudiv.oracle import CheckReport
+    from gpudiv.transforms.motion_explain import MotionExplanation
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
@@ -190,9 +191,10 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     """Run each analysed kernel under the default launch shapes and check its claims (a
     PTX kernel analysed for one block shape runs only with that block shape);
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
-    `interp.ptx.CHECK_MAX_STEPS` for PTX)."""
+    `interp.ptx_synthesis.CHECK_MAX_STEPS` for PTX)."""
     from gpudiv.interp.musimd import reconvergence_for
-    from gpudiv.interp.ptx import machine_policy, run_ptx_growing
+    from gpudiv.interp.ptx import run_ptx_growing
+    from gpudiv.interp.ptx_launch import machine_policy
     from gpudiv.oracle import (
         CHECK_MAX_STEPS,
         CheckReport,
@@ -279,3 +281,17 @@ def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -
             run.same_as_mimd = memories[run.policy] == reference
     return runs
 
+
+
+def explain_motion(source: str | Path | ir.Program, pass_name: str,
+                   kernel: str | None = None, divergence: str | None = None
+                   ) -> list[MotionExplanation]:
+    """Per kernel of a file (path) or parsed program (only `kernel` when given): where one
+    code-motion pass (lcm, scm, sscm, spre, srqp, esrqp, ssrqp-s, ssrqp) inserts and
+    replaces each expression or load, with the predicate values that justify it
+    (`gpudiv transform FILE --pass P --explain`). Raises PassError for another pass."""
+    from gpudiv.transforms.motion_explain import explain_kernel
+
+    options = {"divergence": divergence} if divergence else {}
+    return [explain_kernel(k, pass_name, options) for k in _program(source).kernels
+            if kernel is None or k.name == kernel]

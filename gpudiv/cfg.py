@@ -3,16 +3,22 @@
 The graph has a virtual entry (`^entry`) and a virtual exit (`^exit`). Blocks that cannot
 be reached from the entry are removed (and reported); blocks from which the exit cannot be
 reached (endless loops) get a fake edge to the exit so that post-dominance is defined.
-The trees come from networkx; the rules reason about them (control dependence, regions).
+The graph is `gpudiv.digraph.DiGraph`; the rules reason about the trees (control
+dependence, regions).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from gpudiv import ir
+from gpudiv.digraph import (
+    DiGraph,
+    ancestors,
+    descendants,
+    first_sink_component,
+    strongly_connected_components,
+)
 from gpudiv.dominators import immediate_dominators
 
 ENTRY = "^entry"
@@ -52,7 +58,7 @@ class ControlFlowGraph:
     """Per-kernel CFG with its dominance information and loops."""
 
     kernel: ir.Kernel
-    graph: nx.DiGraph
+    graph: DiGraph
     order: list[str]
     idom: dict[str, str]
     ipdom: dict[str, str]
@@ -97,11 +103,11 @@ def successor_labels(kernel: ir.Kernel, index: int) -> list[str]:
     return [following] if following == term.target else [following, term.target]
 
 
-def _loop_forest(graph: nx.DiGraph, nodes: set[str], order: dict[str, int],
+def _loop_forest(graph: DiGraph, nodes: set[str], order: dict[str, int],
                  parent: Loop | None, loops: dict[str, Loop]) -> None:
     """Find the cycles among `nodes` and recurse into each with its header edges removed."""
     sub = graph.subgraph(nodes)
-    for component in nx.strongly_connected_components(sub):
+    for component in strongly_connected_components(sub):
         if len(component) == 1:
             (only,) = component
             if not sub.has_edge(only, only):
@@ -114,16 +120,19 @@ def _loop_forest(graph: nx.DiGraph, nodes: set[str], order: dict[str, int],
         loop = Loop(headers[0], headers, set(component),
                     parent.name if parent else None, (parent.depth + 1) if parent else 1)
         loops[loop.name] = loop
-        inner = nx.DiGraph()
-        inner.add_nodes_from(component)
-        inner.add_edges_from((u, v) for u, v in sub.subgraph(component).edges
-                             if v not in headers)
+        # the cycle's own edges, header entries removed (walking only its members: a
+        # copy of `sub` per cycle was quadratic in a kernel of many loop nests)
+        members = sorted(component, key=order.get)
+        inner = DiGraph()
+        inner.add_nodes_from(members)
+        inner.add_edges_from((u, v) for u in members for v in sub.successors(u)
+                             if v in component and v not in headers)
         _loop_forest(inner, set(component), order, loop, loops)
 
 
 def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     """Build the CFG of a kernel, its dominator/post-dominator trees and loop forest."""
-    graph = nx.DiGraph()
+    graph = DiGraph()
     graph.add_node(ENTRY)
     graph.add_node(EXIT)
     labels = [b.label for b in kernel.blocks]
@@ -138,7 +147,7 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
                                                  or block.terminator.kind == ir.BRANCH):
             falls_off = True
 
-    reachable = nx.descendants(graph, ENTRY) | {ENTRY}
+    reachable = descendants(graph, ENTRY) | {ENTRY}
     unreachable = [label for label in labels if label not in reachable]
     graph.remove_nodes_from(unreachable)
     if EXIT not in graph:
@@ -149,14 +158,12 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     pdom_graph = graph.copy()
     no_exit: list[str] = []
     while True:
-        reaching = nx.ancestors(pdom_graph, EXIT) | {EXIT}
+        reaching = ancestors(pdom_graph, EXIT) | {EXIT}
         stuck = [n for n in order if n not in reaching]
         if not stuck:
             break
-        condensation = nx.condensation(pdom_graph.subgraph(stuck))
-        sink = next(c for c in nx.topological_sort(condensation)
-                    if condensation.out_degree(c) == 0)
-        member = max(condensation.nodes[sink]["members"], key=order.index)
+        sink = first_sink_component(pdom_graph.subgraph(stuck))
+        member = max(sink, key=order.index)
         pdom_graph.add_edge(member, EXIT)
         no_exit.append(member)
 
@@ -169,7 +176,7 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
     idom = immediate_dominators(graph, ENTRY)
-    ipdom = immediate_dominators(pdom_graph.reverse(copy=False), EXIT)
+    ipdom = immediate_dominators(pdom_graph.reverse(), EXIT)
     idom.pop(ENTRY, None)
     ipdom.pop(EXIT, None)
     doomed = _doomed_blocks(kernel, pdom_graph)
@@ -190,18 +197,18 @@ def _aborting_stops(kernel: ir.Kernel) -> set[str]:
     return aborting if len(aborting) < len(stops) else set()
 
 
-def _doomed_blocks(kernel: ir.Kernel, pdom_graph: nx.DiGraph) -> set[str]:
+def _doomed_blocks(kernel: ir.Kernel, pdom_graph: DiGraph) -> set[str]:
     """Blocks from which every path ends in an aborting stop (see `_aborting_stops`)."""
     aborting = _aborting_stops(kernel)
     if not aborting:
         return set()
     normal = pdom_graph.copy()
     normal.remove_edges_from((label, EXIT) for label in aborting)
-    ending = nx.ancestors(normal, EXIT) | {EXIT}
+    ending = ancestors(normal, EXIT) | {EXIT}
     return {n for n in pdom_graph.nodes if n not in ending and n != ENTRY}
 
 
-def _sync_post_dominators(pdom_graph: nx.DiGraph, ipdom: dict[str, str],
+def _sync_post_dominators(pdom_graph: DiGraph, ipdom: dict[str, str],
                           doomed: set[str]) -> dict[str, str]:
     """The block where lanes split at each block meet again, ignoring the lanes that abort.
 
@@ -212,7 +219,7 @@ def _sync_post_dominators(pdom_graph: nx.DiGraph, ipdom: dict[str, str],
     if not doomed:
         return dict(ipdom)
     living = pdom_graph.subgraph(n for n in pdom_graph.nodes if n not in doomed)
-    sync = immediate_dominators(living.reverse(copy=False), EXIT)
+    sync = immediate_dominators(living.reverse(), EXIT)
     sync.pop(EXIT, None)
     return {n: sync.get(n, post) for n, post in ipdom.items()}
 
@@ -226,7 +233,7 @@ def _innermost_loops(loops: dict[str, Loop]) -> dict[str, Loop]:
     return innermost
 
 
-def _region(graph: nx.DiGraph, branch: str, stop: str) -> set[str]:
+def branch_region(graph: DiGraph, branch: str, stop: str) -> set[str]:
     """Blocks on paths from the successors of `branch` that do not pass `stop`."""
     seen: set[str] = set()
     work = [s for s in graph.successors(branch) if s != stop]
@@ -239,7 +246,7 @@ def _region(graph: nx.DiGraph, branch: str, stop: str) -> set[str]:
     return seen
 
 
-def _rejoin_points(graph: nx.DiGraph, ipdom: dict[str, str],
+def _rejoin_points(graph: DiGraph, ipdom: dict[str, str],
                    loops: dict[str, Loop]) -> dict[str, Rejoin]:
     """Rejoin points of branches in cycles (see `Rejoin`), keyed by block.
 
@@ -263,7 +270,7 @@ def _rejoin_points(graph: nx.DiGraph, ipdom: dict[str, str],
             loop = loops[loop.parent] if loop.parent else None
         if not enclosing:
             continue
-        region = _region(graph, branch, post)
+        region = branch_region(graph, branch, post)
         reentered = [lp for lp in enclosing if region.intersection(lp.headers)]
         if not reentered:
             continue
@@ -290,7 +297,7 @@ def reconvergence_points(cfg: ControlFlowGraph) -> dict[str, str]:
     return points
 
 
-def _dedicated_exits(graph: nx.DiGraph, pdom_graph: nx.DiGraph, loops: dict[str, Loop],
+def _dedicated_exits(graph: DiGraph, pdom_graph: DiGraph, loops: dict[str, Loop],
                      order: list[str], synthetic: dict[str, str]) -> dict[str, list[str]]:
     """Give every loop exit a block reached only from inside the loop (LCSSA needs it).
 

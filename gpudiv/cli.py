@@ -329,7 +329,7 @@ def _register_run_and_check(sub: argparse._SubParsersAction) -> None:
     """Add `run` and `check` to the `gpudiv` subcommand parser."""
     from gpudiv.analyses import ANALYSIS_NAMES, DEFAULT_ANALYSIS
     from gpudiv.interp.policies import AWARE_TIMEOUT
-    from gpudiv.interp.ptx import CHECK_MAX_STEPS as PTX_CHECK_MAX_STEPS
+    from gpudiv.interp.ptx_synthesis import CHECK_MAX_STEPS as PTX_CHECK_MAX_STEPS
     from gpudiv.interp.simt import RECONVERGENCE_MODES
     from gpudiv.oracle import CHECK_MAX_STEPS
 

@@ -6,17 +6,18 @@ dominator tree once per edge into a join, which is quadratic in the depth of the
 its 8 s of CFG construction there, and `dominance_frontiers` repeats it. Here:
 Lengauer and Tarjan's algorithm with path compression (O(m log n)), and frontiers that stop
 climbing the tree where an earlier walk for the same join already went (O(m + Σ|DF|)).
-Both take and return what the networkx 3.6 functions do.
+Both take a `gpudiv.digraph.DiGraph` (or a networkx one) and return what the networkx 3.6
+functions do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
-import networkx as nx
+from gpudiv.digraph import DiGraph
 
 
-def _dfs(graph: nx.DiGraph, start: Hashable) -> tuple[list, list[int]]:
+def _dfs(graph: DiGraph, start: Hashable) -> tuple[list, list[int]]:
     """Nodes reachable from `start` in depth-first preorder, and each one's DFS parent
     (as an index into that order; -1 for `start`)."""
     order: list = []
@@ -36,11 +37,11 @@ def _dfs(graph: nx.DiGraph, start: Hashable) -> tuple[list, list[int]]:
     return order, parent
 
 
-def immediate_dominators(graph: nx.DiGraph, start: Hashable) -> dict:
+def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
     """The immediate dominator of every node reachable from `start`, `start` excluded (as
     `networkx.immediate_dominators` returns it since networkx 3.5)."""
     if start not in graph:
-        raise nx.NetworkXError("start is not in G")
+        raise KeyError(f"start {start!r} is not in the graph")
     order, parent = _dfs(graph, start)
     number = {node: i for i, node in enumerate(order)}
     size = len(order)
@@ -87,7 +88,7 @@ def immediate_dominators(graph: nx.DiGraph, start: Hashable) -> dict:
     return {order[w]: order[idom[w]] for w in range(1, size)}
 
 
-def dominance_frontiers(graph: nx.DiGraph, start: Hashable, idom: dict | None = None
+def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None
                         ) -> dict:
     """The dominance frontier of every node reachable from `start`, as
     `networkx.dominance_frontiers` returns it."""

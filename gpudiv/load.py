@@ -56,8 +56,13 @@ def _place_of_byte(data: bytes, offset: int) -> tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, len(prefix) + 1
 
 
-def parse_text(text: str, path: str, language: str = "musimd") -> ir.Program:
-    """Parse source text in the given language (the front end imported on first use)."""
+def parse_text(text: str, path: str, language: str = "musimd", *,
+               canonical: bool = True) -> ir.Program:
+    """Parse source text in the given language (the front end imported on first use).
+    PTX is read in the canonical form the analyses and the interpreter want (calls
+    inlined, guarded definitions as selects); `canonical=False` keeps calls as calls and
+    guarded definitions guarded (the `inline` and `guard-to-select` passes then give the
+    canonical form)."""
     with paused_gc():
         if language == "musimd":
             from gpudiv.frontend.musimd import parse_musimd
@@ -66,12 +71,13 @@ def parse_text(text: str, path: str, language: str = "musimd") -> ir.Program:
         if language == "ptx":
             from gpudiv.frontend.ptx import parse_ptx
 
-            return parse_ptx(text, path)
+            return parse_ptx(text, path, canonical=canonical)
     raise LoadError(f"{path}: error: unsupported language '{language}'")
 
 
-def load(path: str | Path) -> ir.Program:
-    """Read and parse one source file (μ-SIMD or PTX, by extension)."""
+def load(path: str | Path, *, canonical: bool = True) -> ir.Program:
+    """Read and parse one source file (μ-SIMD or PTX, by extension; `canonical`: see
+    `parse_text`)."""
     path = Path(path)
     if path.is_dir():
         raise LoadError(f"{path}: error: is a directory (give a .musimd or .ptx file; "
@@ -79,4 +85,4 @@ def load(path: str | Path) -> ir.Program:
     if not path.exists():
         raise LoadError(f"{path}: error: no such file")
     language = language_of(path)
-    return parse_text(read_source(path), str(path), language)
+    return parse_text(read_source(path), str(path), language, canonical=canonical)

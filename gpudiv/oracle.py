@@ -19,7 +19,8 @@ import numpy as np
 from gpudiv import ir
 from gpudiv.analyses.results import KernelResult
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
-from gpudiv.interp.ptx import CHECK_SHAPES, PtxLaunch, synthesize_launches
+from gpudiv.interp.ptx import PtxLaunch
+from gpudiv.interp.ptx_synthesis import CHECK_SHAPES, synthesize_launches
 from gpudiv.launch_shape import BlockShape, special_values
 from gpudiv.stack_slots import original
 

@@ -25,12 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from gpudiv import ir
-from gpudiv.interp.ptx import (
-    MAX_THREADS,
-    PtxLaunch,
-    pointer_params,
-    run_ptx_kernel,
-)
+from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx_launch import MAX_THREADS
+from gpudiv.interp.ptx_synthesis import pointer_params
 from gpudiv.interp.simt import ExecutionError
 
 DTYPES = {

@@ -8,10 +8,7 @@ files come back as `RuleError` with the file, line and column clingo reported.
 from __future__ import annotations
 
 import os
-import pickle
 import re
-import select
-import signal
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -20,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 
 import clingo
+
+from gpudiv.analyses.forked import can_fork, run_in_child
 
 
 class RuleError(Exception):
@@ -371,20 +370,6 @@ def _child_outcome(rule_files, program, show, known, megabytes: int,
             [str(s) for s in result.symbols])
 
 
-def _read_until(fd: int, deadline: float | None) -> bytes | None:
-    """Everything written to a pipe until its end, or None when the deadline passes."""
-    chunks = []
-    while True:
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([fd], [], [], wait)
-        if not ready:
-            return None
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
 def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               show: list[tuple[str, int]] | None,
                               known: set[tuple[str, int]] | None,
@@ -392,37 +377,17 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
     """`_ground_and_solve` in a child process under the budget; RuleError naming the
     user's rule files when it runs out of time or memory."""
     names = ", ".join(users_rule_files(rule_files)) or "rules"
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: solve, send the outcome, leave without cleanup handlers
-        code = 0
-        try:
-            os.close(read_fd)
-            data = pickle.dumps(_child_outcome(rule_files, program, show, known,
-                                               budget.megabytes, hide))
-            with os.fdopen(write_fd, "wb") as out:
-                out.write(data)
-        except BaseException:  # noqa: BLE001 - the parent reports a silent child
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    deadline = time.monotonic() + budget.seconds if budget.seconds > 0 else None
-    try:
-        data = _read_until(read_fd, deadline)
-    finally:
-        os.close(read_fd)
-        if deadline is not None and time.monotonic() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            status = 0
-    if data is None:
+    outcomes: list[tuple] = []
+    end = run_in_child(0, 1, lambda _: _child_outcome(rule_files, program, show, known,
+                                                      budget.megabytes, hide),
+                       budget.seconds if budget.seconds > 0 else None,
+                       lambda _, outcome: outcomes.append(outcome))
+    status = end.status
+    if end.timed_out:
         raise RuleError(f"{names}: error: grounding and solving did not finish within "
                         f"{budget.seconds:g} s (raise the limit with --solve-timeout "
                         "SECONDS, 0: none)")
-    outcome = pickle.loads(data) if data else ("crash", status)
+    outcome = outcomes[0] if outcomes else ("crash", status)
     if outcome[0] == "memory" or (outcome[0] == "crash" and budget.megabytes > 0):
         raise RuleError(f"{names}: error: grounding and solving needed more than "
                         f"{budget.megabytes} MiB of memory (raise the limit with "
@@ -454,7 +419,7 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     """
     if budget is None:
         budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
-    if budget.limited and hasattr(os, "fork"):  # no limits where processes cannot fork
+    if budget.limited and can_fork():  # no limits where processes cannot fork
         result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
                                            hide)
     else:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from gpudiv import ir
 from gpudiv.cfg import ENTRY, ControlFlowGraph
+from gpudiv.digraph import dfs_postorder_nodes
 from gpudiv.dominators import dominance_frontiers
 
 
@@ -98,7 +97,7 @@ def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
                 defined.add(instrs[n].dest)
         gen[label], kill[label] = used, defined
     live_in = {label: set(gen[label]) for label in statements}
-    order = list(nx.dfs_postorder_nodes(cfg.graph, ENTRY))
+    order = dfs_postorder_nodes(cfg.graph, ENTRY)
     changed = True
     while changed:
         changed = False

@@ -1,12 +1,14 @@
 """`gpudiv transform FILE|DIR… --pass P[,P…] [--kernel K] [-o OUT] [--verify]
-[--divergence simple|affine|affine2] [--allocator A --registers N] [--format text|json]`
-and `gpudiv transform --list`.
+[--divergence simple|affine|affine2] [--allocator A --registers N] [--explain] [--no-coalesce]
+[--assume-safe K] [--format text|json]` and `gpudiv transform --list`.
 
 Without `-o` and `--verify` the transformed program is written to standard output;
 with `-o` it goes to OUT (a file for one input file, a folder mirroring the inputs for a
 folder). `--verify` reports per kernel `verified`, `differs` (with the first difference)
-or `not-executed`. Exit status: 0, 1 when a kernel differs or violates a claim, 2 on
-bad input (unknown pass, unreadable file) with `FILE:LINE:COL: error:` lines.
+or `not-executed`. `--explain` (one code-motion pass) prints, instead of the program, per
+kernel and expression the insertion and replacement points and the predicate values
+that justify them (`gpudiv.explain_motion`). Exit status: 0, 1 when a kernel differs or
+violates a claim, 2 on bad input (unknown pass, unreadable file) with `FILE:LINE:COL: error:` lines.
 
 Host programs (`.host` files) take `--pass kfcm` or `--pass kf-trad` (`gpudiv.fuse_cli`).
 """
@@ -24,6 +26,7 @@ from gpudiv.fuse_cli import is_host_file, transform_host_files
 from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.load import LoadError
 from gpudiv.transforms import available
+from gpudiv.transforms.motion_explain import MotionExplanation, Point
 from gpudiv.transforms.spill_rules import ALLOCATORS
 from gpudiv.verify.transform_check import FileTransform, TransformError, transform
 
@@ -50,15 +53,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="output format")
     parser.add_argument("--json", dest="format", action="store_const", const="json",
                         help="same as --format json")
+    parser.add_argument("--raw", action="store_true",
+                        help="read PTX as written: calls kept as calls, guarded definitions "
+                             "guarded (`--pass inline,guard-to-select` makes it canonical)")
     parser.add_argument("--seed", type=int, default=0, help="for the synthesized launches")
     parser.add_argument("--allocator", choices=ALLOCATOR_NAMES, default="linear",
                         help="regalloc: where spilled values go (linear: local memory; "
                              "divergence, remat, affine: Sampaio 2013 Fig 4.3)")
     parser.add_argument("--registers", type=int, default=8, metavar="N",
-                        help="regalloc: registers per thread for the kernel's values")
+                        help="regalloc: registers per thread for the kernel's values (PTX: per "
+                             "register class, scratch and shared base included)")
     parser.add_argument("--divergence", choices=DIVERGENCE_ANALYSES, default=None,
                         help="divergence analysis whose divergent branches the code-motion "
                              "passes (sscm, esrqp, ssrqp, ssrqp-s) use (default affine2)")
+    parser.add_argument("--no-coalesce", dest="coalesce", action="store_false",
+                        help="code-motion passes: keep the copies of their temporaries "
+                             "(no copy coalescing after the motion)")
+    parser.add_argument("--explain", action="store_true",
+                        help="code-motion passes: print per expression the insertion and "
+                             "replacement points and the predicate values behind them "
+                             "instead of the program")
     parser.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                         help="reconvergence policy of the --verify runs: auto (default), "
                              "ipdom, sync (μ-SIMD `sync` and the reconvergence points "
@@ -139,14 +153,66 @@ def _report_text(result: FileTransform) -> None:
 
 def pass_options(args: argparse.Namespace) -> dict[str, dict[str, object]]:
     """Options per pass name: the allocator's, ssde's kernels assumed safe, and
-    --divergence for every pass named."""
+    --divergence and --no-coalesce for every pass named."""
     options: dict[str, dict[str, object]] = {
         "regalloc": {"allocator": args.allocator, "registers": args.registers},
         "ssde": {"assume_safe": tuple(args.assume_safe)}}
-    if args.divergence:
-        for name in (n.strip() for n in (args.passes or "").split(",") if n.strip()):
+    for name in (n.strip() for n in (args.passes or "").split(",") if n.strip()):
+        if args.divergence:
             options.setdefault(name, {})["divergence"] = args.divergence
+        if not args.coalesce:
+            options.setdefault(name, {})["coalesce"] = False
     return options
+
+
+def _point_text(point: Point) -> str:
+    """`block place [statement] {predicates}` of one explained point."""
+    values = " ".join(f"{k}={'T' if v else 'F'}" for k, v in point.predicates.items())
+    statement = f" `{point.statement}`" if point.statement else ""
+    return f"{point.block} ({point.place}){statement}: {values}"
+
+
+def _explain_text(path: str, explanation: MotionExplanation) -> None:
+    """Print one kernel's explanation."""
+    head = f"{path}: kernel {explanation.kernel}: {explanation.pass_name}"
+    if explanation.divergence:
+        spec = ", ".join(explanation.speculate) or "none"
+        head += f" (divergence {explanation.divergence}; speculates at {spec})"
+    print(head + ("" if explanation.expressions else ": nothing moves"))
+    for record in explanation.expressions:
+        print(f"  [{record.step}] {record.expression}")
+        for point in record.insertions:
+            print(f"    insert  {_point_text(point)}")
+        for point in record.replacements:
+            print(f"    replace {_point_text(point)}")
+
+
+def _explain(args: argparse.Namespace, inputs: list[str]) -> int:
+    """`--explain`: what one code-motion pass moves in each kernel, and why."""
+    from gpudiv.api import explain_motion
+    from gpudiv.transforms import PassError
+
+    names = [n.strip() for n in args.passes.split(",") if n.strip()]
+    if len(names) != 1:
+        raise CommandError("gpudiv transform: error: --explain takes one pass")
+    files, failed = [], False
+    for path in inputs:
+        try:
+            explained = explain_motion(path, names[0], args.kernel, args.divergence)
+        except LoadError as error:
+            print(str(error), file=sys.stderr)
+            failed = True
+            continue
+        except PassError as error:
+            raise CommandError(f"gpudiv transform: error: {error}") from error
+        files.append({"file": path, "kernels": [e.to_json() for e in explained]})
+        if args.format == "text":
+            for explanation in explained:
+                _explain_text(path, explanation)
+    if args.format == "json":
+        json.dump({"pass": names[0], "files": files}, sys.stdout, indent=2)
+        print()
+    return EXIT_ERROR if failed else EXIT_OK
 
 
 def cmd_transform(args: argparse.Namespace) -> int:
@@ -160,6 +226,8 @@ def cmd_transform(args: argparse.Namespace) -> int:
     if all(is_host_file(f) for f in args.files):
         return transform_host_files(args)
     inputs = collect_inputs(args.files)
+    if args.explain:
+        return _explain(args, inputs)
     results: list[FileTransform] = []
     failed = False
     for path in inputs:
@@ -167,7 +235,7 @@ def cmd_transform(args: argparse.Namespace) -> int:
             options = pass_options(args)
             result = transform(path, args.passes, kernel=args.kernel, verify=args.verify,
                                reconvergence=args.reconvergence,
-                               seed=args.seed, options=options)
+                               seed=args.seed, options=options, canonical=not args.raw)
         except (TransformError, LoadError) as error:
             print(str(error), file=sys.stderr)
             failed = True

@@ -1,10 +1,12 @@
 """Test profiles: `ci` (the default) keeps the property tests at the depth CI can afford;
 `thorough` runs three times as many examples; `dev` runs few. Choose with
-HYPOTHESIS_PROFILE=dev; `pytest -m "not slow"` skips the long property tests altogether
-(the fast local loop)."""
+HYPOTHESIS_PROFILE=dev. The fast local loop, `pytest -m "not slow"`, skips the long
+property tests and sample-wide sweeps altogether and runs the rest under `dev` unless
+HYPOTHESIS_PROFILE says otherwise."""
 
 import os
 
+import pytest
 from hypothesis import settings
 
 # Property tests state their example counts for the `ci` profile and scale them by
@@ -12,4 +14,9 @@ from hypothesis import settings
 settings.register_profile("ci", max_examples=100)
 settings.register_profile("dev", max_examples=10)
 settings.register_profile("thorough", max_examples=300)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the profile: HYPOTHESIS_PROFILE, else `dev` for the fast loop, else `ci`."""
+    fast_loop = config.getoption("markexpr", "").replace(" ", "") == "notslow"
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev" if fast_loop else "ci"))

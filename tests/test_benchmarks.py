@@ -26,15 +26,16 @@ TINY = {
                               "--memory-mb", "--skip-samples", "--skip-analysis", "--json"],
     "bench_policies.py": ["--repeat", "1", "--json"],
     "bench_musimd_interp.py": ["--repeat", "1", "--cases", "1", "--json"],
-    "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm"],
+    "bench_code_motion.py": ["tests/data/motion/fig4_1.musimd", "--passes", "lcm",
+                             "--coalescing", "off"],
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
     "bench_schemes.py": ["samples/musimd/wu_fig3.musimd", "--json"],
     "bench_structure.py": ["samples/musimd/wu_fig1_short_circuit.musimd", "--repeat", "1"],
     "bench_scaling.py": ["--shapes", "calls", "--sizes", "60"],
-    "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1",
+    "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1", "--no-compile",
                           "samples/cuda/vector_ops.O3.ptx"],
     "bench_regalloc.py": ["samples/musimd/avgSquare.musimd", "--registers", "3"],
-    "bench_srqp_size.py": ["60"],
+    "bench_srqp_size.py": ["60", "--passes", "lcm,ssrqp"],
     "bench_kfcm.py": ["samples/host/fig5_14.host"],
 }
 
@@ -43,6 +44,7 @@ def test_every_script_has_a_tiny_mode():
     assert sorted(TINY) == sorted(p.name for p in (ROOT / "benchmarks").glob("bench_*.py"))
 
 
+@pytest.mark.slow  # a fresh interpreter per script: full suite only
 @pytest.mark.parametrize("script", sorted(TINY))
 def test_benchmark_runs_from_the_repository_root(script):
     done = subprocess.run([sys.executable, f"benchmarks/{script}", *TINY[script]], cwd=ROOT,

@@ -148,6 +148,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):
     assert main(["analyze", "--brief", str(SAMPLES / "musimd")]) == 0
     assert "analysing" not in capsys.readouterr().err  # piped: no bar
     real = commands.Console
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich is not even imported for a pipe
     monkeypatch.setattr(commands, "Console",
                         lambda *a, **k: real(*a, **{**k, "force_terminal": True}))
     assert main(["analyze", "--brief", "--jobs", "2", str(SAMPLES / "musimd")]) == 0

@@ -31,11 +31,13 @@ def _checked() -> list:
         for block in docs.blocks(doc):
             if block.kind in ("skip", "prose", "python"):
                 continue
-            marks = [pytest.mark.slow] if block.slow else []
-            params.append(pytest.param(block, id=block.name, marks=marks))
+            params.append(pytest.param(block, id=block.name))
     return params
 
 
+# Each example runs gpudiv on real samples: together they cost a quarter of the fast
+# loop, so they run in the full suite (CI) only; the checker itself is tested below.
+@pytest.mark.slow
 @pytest.mark.parametrize("block", _checked())
 def test_example(block):
     if block.kind == "json-subset":
@@ -52,6 +54,7 @@ def test_example(block):
         + docs.diff(block, redone))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", [pytest.param(d, id=str(d.relative_to(docs.ROOT)))
                                  for d in docs.documents()
                                  if any(b.kind == "python" for b in docs.blocks(d))])

@@ -109,6 +109,7 @@ def test_symbols_are_escaped_for_souffle(tmp_path):
     assert "odd\\tname.musimd" in (tmp_path / "out" / "block.facts").read_text()
 
 
+@pytest.mark.slow
 def test_number_columns_hold_numbers_on_every_sample(tmp_path):
     samples = sorted([*SAMPLES.glob("musimd/*.musimd"), *SAMPLES.glob("cuda/*.O3.ptx")])
     export(samples, tmp_path, "json", derived="simple")

@@ -47,6 +47,7 @@ def console_messages(page: Path, tmp_path: Path) -> tuple[str, str]:
     return done.stdout, messages
 
 
+@pytest.mark.slow  # starts a browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium is not installed")
 def test_page_renders_in_headless_chromium_without_console_errors(tmp_path):
     broken = tmp_path / "broken.html"

@@ -17,7 +17,8 @@ FOLDERS = {"frontend": "lang", "printers": "lang", "analyses": "analyses",
            "transforms": "transforms", "interp": "interp", "verify": "verify"}
 MODULES = {
     "ir": "ir", "hostir": "ir", "irverify": "ir",
-    "cfg": "ir", "ssa": "ir", "operators": "ir", "perf": "ir",
+    "cfg": "ir", "ssa": "ir", "operators": "ir", "perf": "ir", "digraph": "ir",
+    "dominators": "ir",
     "load": "lang",
     "solve": "analyses", "facts": "analyses", "invariants": "analyses", "schema": "analyses",
     "findings": "analyses",

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 import gpudiv.ssa
 from gpudiv.api import analyze
 from gpudiv.interp.musimd import ExecutionError, run_kernel
-from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel, synthesize_launches
+from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
+from gpudiv.interp.ptx_synthesis import synthesize_launches
 from gpudiv.load import parse_text
 from gpudiv.oracle import ClaimObserver, random_launches
 from gpudiv.randprog import random_program

@@ -19,6 +19,11 @@ CHUNK = 50
 RULES = [shipped_rule("cfg.lp"), shipped_rule("divergence.lp")]
 
 
+def _first_chunk_fast(starts: range) -> list:
+    """The chunk starts, all but the first marked slow (the fast loop runs one chunk)."""
+    return [starts[0], *(pytest.param(s, marks=pytest.mark.slow) for s in starts[1:])]
+
+
 def _kernel(text: str) -> ir.Kernel:
     """The single kernel of a generated text; fails on any error diagnostic."""
     program = parse_musimd(text)
@@ -71,7 +76,7 @@ def _check_barriers_top_level(kernel: ir.Kernel, ssa: SSAForm, result: SolveResu
 
 
 @pytest.mark.parametrize("unstructured", [False, True], ids=["structured", "unstructured"])
-@pytest.mark.parametrize("start", range(SEEDS.start, SEEDS.stop, CHUNK))
+@pytest.mark.parametrize("start", _first_chunk_fast(range(SEEDS.start, SEEDS.stop, CHUNK)))
 def test_programs_parse_build_and_solve(start: int, unstructured: bool) -> None:
     for seed in range(start, start + CHUNK):
         text = random_program(seed, unstructured=unstructured, barriers=seed % 3 == 0)
@@ -171,7 +176,7 @@ def _exit_targets(ssa: SSAForm, loop) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("start", range(0, 200, CHUNK))
+@pytest.mark.parametrize("start", _first_chunk_fast(range(0, 200, CHUNK)))
 def test_cycles_mode_programs_parse_build_and_solve(start: int) -> None:
     for seed in range(start, start + CHUNK):
         text = random_program(seed, cycles=True, barriers=seed % 3 == 0)

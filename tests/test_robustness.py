@@ -142,10 +142,10 @@ def test_musimd_memory_bound_counts_registers(monkeypatch):
 
 
 def test_ptx_launch_memory_is_bounded_up_front(monkeypatch):
-    from gpudiv.interp import ptx as ptx_interp
+    from gpudiv.interp import ptx_memory
 
     kernel = load(VECTOR_OPS).kernel("vec_add")
-    monkeypatch.setattr(ptx_interp, "MAX_LAUNCH_BYTES", 1 << 20)
+    monkeypatch.setattr(ptx_memory, "MAX_LAUNCH_BYTES", 1 << 20)
     big = np.zeros(1 << 18, np.float32)  # 1 MiB
     with pytest.raises(PtxExecutionError, match="MiB of registers and memory"):
         run_ptx_kernel(kernel, PtxLaunch(args={0: big, 1: big, 2: big, 3: 4}))

@@ -11,7 +11,8 @@ from gpudiv.cfg import build_cfg
 from gpudiv.cli import main
 from gpudiv.load import load
 from gpudiv.transforms import PASSES
-from tests.transforms.test_passes import SwapBranchTargets
+from tests.ptxas_tool import ptxas_errors
+from tests.transforms.test_passes import CopyInsideInlinedCalls, SwapBranchTargets
 
 ROOT = Path(__file__).resolve().parents[1] / "samples"
 
@@ -95,6 +96,37 @@ def test_a_miscompiling_pass_differs_with_exit_status_1(capsys):
     assert "kernel sumTriangle: differs: " in out and "before" in out and "after" in out
 
 
+def _rewrite_inside_calls(capsys, tmp_path, name):
+    PASSES[CopyInsideInlinedCalls.name] = CopyInsideInlinedCalls
+    out_file = tmp_path / "out.ptx"
+    try:
+        code, out, _ = run(capsys, "transform", str(ROOT / "cuda" / name), "--pass",
+                           CopyInsideInlinedCalls.name, "--verify", "-o", str(out_file))
+    finally:
+        del PASSES[CopyInsideInlinedCalls.name]
+    return code, out, out_file
+
+
+def test_a_rewrite_inside_inlined_calls_prints_and_verifies(capsys, tmp_path):
+    code, out, out_file = _rewrite_inside_calls(capsys, tmp_path, "device_functions.G.ptx")
+    assert code == 0, out
+    kernels = [line for line in out.splitlines() if ": kernel " in line]
+    assert kernels and all(": verified" in line for line in kernels), out
+    assert "\tcall" not in out_file.read_text().split(".entry", 1)[1]  # all written inline
+    if shutil.which("ptxas"):
+        assert ptxas_errors(out_file) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["many_calls.G.ptx", "stack_slots.G.ptx",
+                                  "half_precision.G.ptx"])
+def test_rewrites_inside_calls_with_param_corners_verify(capsys, tmp_path, name):
+    code, out, out_file = _rewrite_inside_calls(capsys, tmp_path, name)
+    assert code == 0 and "differs" not in out, out
+    if shutil.which("ptxas"):
+        assert ptxas_errors(out_file) is None
+
+
 def test_folder_output_mirrors_the_inputs(capsys, tmp_path):
     code, out, _ = run(capsys, "transform", str(ROOT / "musimd"), "--pass", "canonicalize",
                        "-o", str(tmp_path / "out"))
@@ -148,7 +180,7 @@ def test_divergence_option_reaches_the_code_motion_passes(capsys):
     sizes = {}
     for analysis in ("simple", "affine2"):
         code, out, _ = run(capsys, "transform", path, "--pass", "ssrqp", "--divergence",
-                           analysis, "--format", "json")
+                           analysis, "--no-coalesce", "--format", "json")
         assert code == 0
         (kernel,) = json.loads(out)["files"][0]["kernels"]
         sizes[analysis] = kernel["static"]["instructions_after"]

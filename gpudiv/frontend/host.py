@@ -9,7 +9,6 @@ statements to a CFG of single statements. Errors are `HostError`s whose message 
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from lark import Lark, Token, Tree
@@ -17,6 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from gpudiv import hostir as h
 from gpudiv import ir
+from gpudiv.frontend.grammars import lalr_parser
 from gpudiv.load import LoadError, load, read_source
 
 # Parameters of a μ-SIMD kernel the host fills itself: the block index and the grid size.
@@ -32,8 +32,7 @@ class HostError(Exception):
 @cache
 def parser() -> Lark:
     """The LALR parser of host programs (built once)."""
-    text = resources.files("gpudiv.grammar").joinpath("host.lark").read_text()
-    return Lark(text, parser="lalr", lexer="contextual", propagate_positions=True)
+    return lalr_parser("host.lark", propagate_positions=True)
 
 
 def _loc(item: Tree | Token) -> ir.Loc:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 import time
 from functools import cache
-from importlib import resources
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from gpudiv import ir
+from gpudiv.frontend.grammars import lalr_parser
 from gpudiv.frontend.marks import read_marks
 
 # Special registers of μ-SIMD and whether they differ between the lanes of a warp.
@@ -29,9 +29,8 @@ _ASSIGNED = re.compile(r"\s*(?:[A-Za-z_][A-Za-z0-9_.]*\s*:)?\s*([A-Za-z_][A-Za-z
 @cache
 def parser() -> Lark:
     """The LALR parser for μ-SIMD (built once), building IR while it parses."""
-    text = resources.files("gpudiv.grammar").joinpath("musimd.lark").read_text()
     # The transformer runs inside the parser: no parse tree is built (several times faster).
-    return Lark(text, parser="lalr", lexer="contextual", transformer=_ToIR())
+    return lalr_parser("musimd.lark", transformer=_ToIR())
 
 
 def _loc(token: Token) -> ir.Loc:

@@ -1,4 +1,4 @@
-"""Parsed forms of PTX: what the Lark callbacks (`ptx._Builder`) and the fast path
+"""Parsed forms of PTX: what the Lark callbacks (`ptx_parser._Builder`) and the fast path
 (`ptx_fast`) build from a function body, and the values of PTX literals.
 
 Both parsers must build equal forms for the same text; tests/frontend/test_ptx.py compares

@@ -27,6 +27,8 @@ from gpudiv.printers import PrintError
 
 # DWARF sections and the parts of `.loc` that point into them.
 _SECTION = re.compile(r"^[ \t]*\.section[^\n{]*\{[^}]*\}[ \t]*(?://[^\n]*)?\n?", re.M)
+# The suffix of the registers of an inlined call (`%r1@2`: call 2).
+_INLINED = re.compile(r"@\d+")
 _LOC_DEBUG = re.compile(r"(\.loc[ \t]+\d+[ \t]+\d+[ \t]+\d+)[ \t]*,[^\n]*")
 
 
@@ -59,7 +61,8 @@ def print_kernel(kernel: ir.Kernel, files: dict[str, int]) -> str:
     body.write()
     lines = [_header(kernel.name, source)]
     lines.append("{")
-    lines += [f"\t{d}" for d in _declarations(kernel, source, body.registers)]
+    lines += [f"\t{d}" for d in _declarations(kernel, source, body.registers,
+                                               body.callee_symbols, body.registerized)]
     lines.append("")
     lines += body.lines
     lines.append("}")
@@ -109,21 +112,33 @@ def _init(items: tuple, array: bool) -> str:
     return f" = {{{', '.join(texts)}}}" if array or len(texts) > 1 else f" = {texts[0]}"
 
 
-def _declarations(kernel: ir.Kernel, source: dict, registers: set[str]) -> list[str]:
+def _declarations(kernel: ir.Kernel, source: dict, registers: set[str],
+                  callee_symbols: dict[str, tuple], registerized: set[str]) -> list[str]:
     lines = []
-    for name, (space, type_, align, size, init) in source["symbols"].items():
+    symbols = dict(source["symbols"])
+    for name, detail in callee_symbols.items():
+        if symbols.setdefault(name, detail) != detail:
+            raise PrintError(f"kernel {kernel.name}: a called function's variable {name} "
+                             "clashes with the kernel's")
+    for name, (space, type_, align, size, init) in symbols.items():
         shape = _shape(type_, size)
         extern = ".extern " if size == 0 else ""
         lines.append(f"{extern}.{space} {_layout(type_, align, size)}{name}{shape}"
                      f"{_init(init, bool(shape))};")
-    for name, (type_, align, size) in source["param_decls"].items():
+    params = {n: d for n, d in source["param_decls"].items() if n not in registerized}
+    for name, (type_, align, size) in params.items():
         lines.append(f".param {_layout(type_, align, size)}{name}{_shape(type_, size)};")
-    others = {*source["symbols"], *source["param_decls"], *kernel.params}
+    others = {*symbols, *params, *kernel.params}
+    spelled: dict[str, str] = {}
     for name in sorted(registers - others):
         type_ = kernel.registers.get(name)
         if not type_:
             raise PrintError(f"kernel {kernel.name}: register {name} has no type")
-        lines.append(f".reg .{type_} {name};")
+        legal = _legal(name)
+        if spelled.setdefault(legal, name) != name or (legal != name and legal in others):
+            raise PrintError(f"kernel {kernel.name}: registers {name} and "
+                             f"{spelled[legal]} would both be written {legal}")
+        lines.append(f".reg .{type_} {legal};")
     return lines
 
 
@@ -181,6 +196,12 @@ class _Body:
         self.registers: set[str] = set()
         self.origin: tuple | None = None
         self.file_index = 1
+        # variables of callees written inline (their `.local` depots): declared in the kernel
+        self.callee_symbols: dict[str, tuple] = {}
+        # `.param` variables of the kernel's body (call sequences): read and written by
+        # `ld.param`/`st.param` when the call is written inline
+        self.param_slots = set(source["param_decls"])
+        self.registerized: set[str] = set()  # those written as registers (see below)
 
     def unchanged_groups(self) -> set[int]:
         """Groups whose instructions still have the forms they were read with."""
@@ -196,16 +217,25 @@ class _Body:
         keep = self.unchanged_groups()
         forms: dict[int, PInstr] = self.source["forms"]
         inlined = self.source["inlined"]
+        layout = [(block, instr) for block in kernel.blocks for instr in block.instructions]
+        expanded = self.expanded_positions(layout, keep)
+        from_ir = self.registerize_slots(layout, expanded)
         rewritten = [i for i in kernel.instructions() if i.group not in keep]
         labels = set(self.source["labels"]) | {i.target for i in rewritten if i.target}
+        labels |= {layout[p][1].target for p in expanded if layout[p][1].target}
         labels |= marked_labels(kernel)
-        written: set[int] = set()
+        written: set[object] = set()
+        position = 0
         for block in kernel.blocks:
             if block.label in labels:
                 self.lines.append(f"{_label(block.label)}:")
             for instr in block.instructions:
+                here, position = position, position + 1
                 group = instr.group
-                if group in keep and (group in forms or group in inlined):
+                if here in expanded:
+                    self.write_inline(instr, group in keep, written)
+                    continue
+                if group in keep and here not in from_ir and (group in forms or group in inlined):
                     # an inlined body is written as the call that inlined it
                     pi, origin = ((forms[group], instr.attrs.get("origin")) if group in forms
                                   else inlined[group])
@@ -217,13 +247,128 @@ class _Body:
                     self.lines.append(f"\t{instruction_text(pi)}"
                                       f"{mark_comment(instr, '//', _label)}")
                     continue
-                if group in inlined:
-                    raise PrintError(f"kernel {kernel.name}: an instruction inlined from a "
-                                     f"call was rewritten ('{instr.text}'); it cannot be "
-                                     "printed as PTX", instr.loc)
                 self.loc(instr.attrs.get("origin"))
                 self.lines.append(f"\t{self.rewritten(instr)}"
                                   f"{mark_comment(instr, '//', _label)}")
+
+    def expanded_positions(self, layout: list[tuple[ir.Block, ir.Instruction]],
+                           keep: set[int]) -> set[int]:
+        """Positions (in `layout`) of the instructions of the inlined calls that cannot be
+        written back as their `call`: a pass changed, added or removed code between the
+        call's first and last instruction, or a branch from outside enters it. Each such
+        call is written inline (`write_inline`)."""
+        inlined = self.source["inlined"]
+        if not inlined:
+            return set()
+        call_group = {id(pi): g for g, pi in self.source["forms"].items()}
+        calls = {call_group[id(pi)] for pi, _ in inlined.values() if id(pi) in call_group}
+        regions: dict[int, list[int]] = {}
+        owner: list[int | None] = []
+        for position, (_, instr) in enumerate(layout):
+            group = instr.group
+            key = None
+            if group in inlined:
+                key = call_group.get(id(inlined[group][0]), -1 - group)
+            elif group in calls:
+                key = group
+            owner.append(key)
+            if key is not None:
+                regions.setdefault(key, []).append(position)
+        written_inline: set[int] = set()  # the keys of the calls written inline
+        for key, positions in regions.items():
+            first, last = positions[0], positions[-1]
+            span = range(first, last + 1)
+            pristine = all(owner[p] == key and layout[p][1].group in keep for p in span)
+            if pristine:
+                entered = {layout[p][0].label for p in span if p > first
+                           and layout[p][0].instructions[0] is layout[p][1]}
+                pristine = not any(i.target in entered for p, (_, i) in enumerate(layout)
+                                   if owner[p] != key)
+            if not pristine:
+                written_inline.add(key)
+        # An instruction written from the IR outside those calls that names a register of
+        # a call (`%r1@2`: code moved out of it) needs that call written inline as well.
+        suffixes = {record[1]: owner_key for group, record in
+                    self.source.get("inlined_forms", {}).items()
+                    if (owner_key := call_group.get(id(inlined[group][0]))) is not None}
+        for position, (_, instr) in enumerate(layout):
+            if owner[position] in written_inline or instr.group in keep:
+                continue
+            names = [v.name for v in instr.reads if isinstance(v, ir.Var)]
+            for name in (*names, instr.dest or ""):
+                for suffix in _INLINED.findall(name):
+                    if suffix in suffixes:
+                        written_inline.add(suffixes[suffix])
+        return {p for key in written_inline for p in range(regions[key][0], regions[key][-1] + 1)
+                if owner[p] == key}
+
+    def registerize_slots(self, layout: list[tuple[ir.Block, ir.Instruction]],
+                          expanded: set[int]) -> set[int]:
+        """The `.param` variables of the call sequences of calls written inline become
+        registers (ptxas rejects, even crashes on, `st.param`/`ld.param` of a variable
+        no `call` passes): they leave `param_slots`, and the positions of the kernel's
+        instructions that write or read them (printed from the IR, as `mov`) are
+        returned."""
+        touched: set[str] = set()
+        for position in expanded:
+            instr = layout[position][1]
+            if instr.attrs.get("function") is None:  # the call's own parameter passing
+                names = [v.name for v in instr.args if isinstance(v, ir.Var)]
+                touched.update(n.partition("+")[0] for n in (*names, instr.dest or ""))
+        touched &= self.param_slots
+        if not touched:
+            return set()
+        self.param_slots -= touched
+        self.registerized = touched
+        return {p for p, (_, instr) in enumerate(layout) if p not in expanded
+                and any(n.partition("+")[0] in touched for n in
+                        (*(v.name for v in instr.args if isinstance(v, ir.Var)),
+                         instr.dest or ""))}
+
+    def write_inline(self, instr: ir.Instruction, kept: bool, written: set[object]) -> None:
+        """One instruction of a call written inline: an unchanged instruction of the
+        callee as its PTX text with the callee's registers and labels renamed for this
+        call site; the parameter passing (`.param` slots are registers here), `ret`,
+        nested calls and what a pass changed from the IR."""
+        group = instr.group
+        record = self.source.get("inlined_forms", {}).get(group) if kept else None
+        if record is not None and not _from_ir_when_inline(record[0]):
+            if ("group", group) in written:
+                return
+            written.add(("group", group))
+            pi = self.renamed(*record)
+            self.loc(instr.attrs.get("origin"))
+            self.mention_source(pi)
+            spelled = {n: _legal(n) for o in pi.operands for n in _names(o) if "@" in n}
+            guard = _legal(pi.guard) if pi.guard else None
+            pi = PInstr(guard, pi.negated, pi.opcode, [_rename(o, spelled) for o in pi.operands],
+                        pi.line, pi.column, pi.text)
+            self.lines.append(f"\t{instruction_text(pi)}"
+                              f"{mark_comment(instr, '//', _label)}")
+            return
+        self.loc(instr.attrs.get("origin"))
+        self.lines.append(f"\t{self.rewritten(instr)}{mark_comment(instr, '//', _label)}")
+
+    def renamed(self, pi: PInstr, suffix: str, function: str) -> PInstr:
+        """A callee's instruction with its registers and labels named as in this kernel's
+        IR (`%r1` of the call with suffix `@2` is `%r1@2`); `mention_source` and the
+        declarations spell them as PTX."""
+        registers, ranges, labels, symbols = self.source["bodies"][function]
+        self.callee_symbols.update(symbols)
+        names: dict[str, str] = {}
+        for op in pi.operands:
+            for name in _names(op):
+                stem = name.rstrip("0123456789")
+                if name in registers or (stem != name and stem in ranges):
+                    names[name] = name + suffix
+                elif name in labels:
+                    names[name] = _label(name + suffix)
+        guard = pi.guard
+        if guard is not None and (guard in registers
+                                  or guard.rstrip("0123456789") in ranges):
+            guard = guard + suffix
+        operands = [_rename(o, names) for o in pi.operands]
+        return PInstr(guard, pi.negated, pi.opcode, operands, pi.line, pi.column, pi.text)
 
     def loc(self, origin) -> None:
         """A `.loc` line when the CUDA position (`origin`) of what follows changes."""
@@ -243,11 +388,41 @@ class _Body:
 
     def mention(self, value: ir.Operand) -> str:
         if isinstance(value, ir.Var):
-            if value.name not in self.kernel.registers or "@" in value.name:
-                raise PrintError(f"kernel {self.kernel.name}: {value.name} is not a "
+            name = value.name
+            if (name not in self.kernel.registers or "@" in _INLINED.sub("", name)
+                    or name.startswith("%%") or self.slot(name) is not None):
+                raise PrintError(f"kernel {self.kernel.name}: {name} is not a "
                                  "declared PTX register")
-            self.registers.add(value.name)
+            self.registers.add(name)
+            return _legal(name)
         return str(value)
+
+    def slot(self, name: str) -> str | None:
+        """`[param0+4]` for a `.param` variable of the kernel's body read or written as
+        the IR slot `param0+4`; None for any other name."""
+        base, _, offset = name.partition("+")
+        if base not in self.param_slots:
+            return None
+        return f"[{base}+{offset or 0}]"
+
+    def slot_copy(self, instr: ir.Instruction, guard: str) -> str | None:
+        """A copy from or to a `.param` variable of the kernel's body (the parameter
+        passing of a call written inline) as `ld.param`/`st.param`; None for others."""
+        dest, source = instr.dest or "", instr.args[0]
+        into = self.slot(dest)
+        if into is not None:
+            type_ = self.kernel.registers.get(dest, "")
+            if not type_ or type_ == "pred":
+                raise PrintError(f"kernel {self.kernel.name}: .param {dest} has no PTX type")
+            return f"{guard}st.param.{_param_type(type_)} {into}, {self.mention(source)};"
+        if isinstance(source, ir.Var) and self.slot(source.name) is not None:
+            type_ = self.kernel.registers.get(source.name, "")
+            if not type_ or type_ == "pred":
+                raise PrintError(f"kernel {self.kernel.name}: .param {source.name} has no "
+                                 "PTX type")
+            return (f"{guard}ld.param.{_param_type(type_)} "
+                    f"{self.mention(ir.Var(dest))}, {self.slot(source.name)};")
+        return None
 
     def rewritten(self, instr: ir.Instruction) -> str:
         """An instruction without a PTX source form, written from its IR form."""
@@ -264,9 +439,19 @@ class _Body:
         if kind == ir.STOP and not instr.args:
             return f"{guard}ret;"
         if kind == ir.ASSIGN and instr.operator == "copy" and instr.dest and len(instr.args) == 1:
+            slot_copy = self.slot_copy(instr, guard)
+            if slot_copy is not None:
+                return slot_copy
             dest = self.mention(ir.Var(instr.dest))
             type_ = self.kernel.registers[instr.dest]
-            return f"{guard}mov.{_mov_type(type_)} {dest}, {self.mention(instr.args[0])};"
+            source = instr.args[0]
+            if isinstance(source, ir.Const) and type_[0] == "f":
+                return f"{guard}mov.b{type_bytes(type_) * 8} {dest}, {source};"
+            access = _param_access(instr, self.kernel.registers.get(
+                source.name, "") if isinstance(source, ir.Var) else "", type_)
+            if access is not None:
+                return f"{guard}cvt.{_cvt_type(type_)}.{access} {dest}, {self.mention(source)};"
+            return f"{guard}mov.{_mov_type(type_)} {dest}, {self.mention(source)};"
         if (kind == ir.ASSIGN and instr.dest and instr.operator
                 and instr.operator == instr.attrs.get("opcode") and not instr.implicit):
             # a plain computation copied by a pass (code motion): `opcode dest, args;`
@@ -285,10 +470,66 @@ class _Body:
                          f"'{instr.text or kind}' ({kind} {instr.operator}) as PTX", instr.loc)
 
 
+def _from_ir_when_inline(pi: PInstr) -> bool:
+    """A callee instruction that an inline call writes from the IR: `ret` (a jump to the
+    end of the call), a nested call and the `.param` accesses of the parameter passing
+    (their variables are registers inline)."""
+    root, *mods = pi.opcode.split(".")
+    return root in ("ret", "call") or (root in ("ld", "st") and "param" in mods)
+
+
+def _legal(name: str) -> str:
+    """An IR register name as a PTX identifier: the `@N` of an inlined call's registers
+    and the `+N` of `.param` slots become `$N` and `$oN`."""
+    return name.replace("@", "$").replace("+", "$o")
+
+
+def _rename(op: tuple, names: dict[str, str]) -> tuple:
+    """An operand with the `%`-names and identifiers in `names` replaced."""
+    tag = op[0]
+    if tag in ("r", "i"):
+        return (tag, names.get(op[1], op[1]), *op[2:])
+    if tag in ("s", "!"):
+        return (tag, _rename(op[1], names), *op[2:])
+    if tag in ("v", "a", "p"):
+        return (tag, [_rename(o, names) for o in op[1]])
+    if tag == "|":
+        return ("|", _rename(op[1], names), _rename(op[2], names))
+    return op
+
+
+def _param_access(instr: ir.Instruction, source: str, dest: str) -> str | None:
+    """The integer type of the `.param` access (`ld.param.s8`) a copy came from, when it
+    reads fewer bytes than one of its registers holds (`cvt` then truncates or extends
+    as the access did); None when a `mov` copies the same bits."""
+    opcode = str(instr.attrs.get("opcode", ""))
+    if not opcode.startswith(("ld.param", "st.param")) or not source or not dest:
+        return None
+    access = opcode.rsplit(".", 1)[-1]
+    size = type_bytes(access)
+    if size == type_bytes(source) == type_bytes(dest) or access[0] not in "bus":
+        return None
+    if "pred" in (source, dest) or dest[0] == "f" or source[0] == "f":
+        raise PrintError(f"cannot copy a {source} .param value into a {dest} register")
+    return _cvt_type(access)
+
+
+def _cvt_type(type_: str) -> str:
+    """`cvt` takes u/s/f types: a bit type converts as unsigned."""
+    return "u" + type_[1:] if type_[0] == "b" else type_
+
+
+def _param_type(type_: str) -> str:
+    """The type of an `ld.param`/`st.param` of a register of type `type_`."""
+    return "b32" if type_ in ("f16x2", "bf16x2") else type_
+
+
 def _mov_type(type_: str) -> str:
     """`mov` takes b/u/s/f types and pred; 8-bit registers move as 16-bit."""
     if type_ in ("pred", "f16x2", "bf16x2"):
         return "pred" if type_ == "pred" else "b32"
+    if type_ in ("f16", "bf16"):
+        return "b16"
     if type_[1:] == "8":
         return type_[0] + "16"
     return type_

@@ -5,6 +5,7 @@ must respect. docs/design.md, "Transformations", says how to add one."""
 from __future__ import annotations
 
 from gpudiv.transforms import (  # noqa: F401 (importing registers the passes)
+    canonical,
     canonicalize,
     critical_edges,
     dedicated_exits,

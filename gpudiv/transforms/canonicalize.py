@@ -2,7 +2,8 @@
 
 1. blocks that no path from the entry reaches are removed (the CFG already ignores them);
 2. a `jump` to the block that follows it is removed (the block falls through instead),
-   unless it is a piece of a larger PTX instruction (`brx.idx`, an inlined call).
+   unless it is a piece of a larger PTX instruction (`brx.idx`). A jump inside an
+   inlined call may go: the printer then writes that call inline.
 
 Both keep every executed instruction but such jumps, so memory and the order of
 convergent operations are unchanged.
@@ -38,6 +39,6 @@ class Canonicalize(Pass):
 
 
 def _part_of_larger_instruction(instr: ir.Instruction) -> bool:
-    """A jump that is one piece of a PTX `brx.idx` or of an inlined call (removing it
-    alone would leave the rest unprintable)."""
-    return "case" in instr.attrs or "function" in instr.attrs
+    """A jump that is one piece of a PTX `brx.idx` (removing it alone would leave the
+    rest unprintable)."""
+    return "case" in instr.attrs

@@ -48,10 +48,11 @@ class SplitCriticalEdges(Pass):
 
 
 def _is_piece_of_larger_instruction(kernel: ir.Kernel, source: str, target: str) -> bool:
-    """An edge of a PTX `brx.idx` table or inside an inlined call: splitting it would
-    change one piece of an instruction the printer writes whole."""
+    """An edge of a PTX `brx.idx` table: splitting it would change one piece of an
+    instruction the printer writes whole. (An edge inside an inlined call is split; the
+    printer then writes that call inline.)"""
     block = kernel.block(source)
-    return any(("case" in i.attrs or "function" in i.attrs) for i in block.instructions
+    return any("case" in i.attrs for i in block.instructions
                if i.kind in (ir.BRANCH, ir.JUMP))
 
 

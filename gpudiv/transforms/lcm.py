@@ -5,8 +5,8 @@ for every candidate expression at once and applies them: at each insertion point
 inserts `t := E` (one fresh register `t` per expression, typed like the occurrences'
 destination) and each replaced occurrence `d := E` becomes the copy `d := t`. All
 occurrences in a replaced segment read `t` (the operands do not change inside it).
-A kernel where a critical edge cannot be split (a PTX `brx.idx` table or an inlined
-call) is left as it is.
+A kernel where a critical edge cannot be split (a PTX `brx.idx` table) is left as it
+is.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from gpudiv import ir
 from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.coalesce import coalesce_new
 from gpudiv.transforms.critical_edges import (
     SplitCriticalEdges,
     critical_edges,
     drop_unused_edge_blocks,
 )
 from gpudiv.transforms.motion import Model, build_model, facts
+from gpudiv.transforms.motion_explain import ExpressionMotion, lcm_records
 
 PLACES = ("ninsert", "xinsert", "nreplace", "xreplace")
 
@@ -40,16 +42,31 @@ class Placement:
 
 
 def solve_model(model: Model, rules: list[str], speculate: set[str] = frozenset(),
-                extra: str = "") -> dict[str, set[tuple[int, str]]]:
-    """Every shown (expression, block) relation of the rules on the model."""
+                extra: str = "", exprs: list[int] | None = None
+                ) -> dict[str, set[tuple[int, str]]]:
+    """Every shown (expression, block) relation of the rules on the model (for the
+    expressions `exprs`, by default all)."""
     if not model.keys:
         return {}
     try:
-        result = solve([shipped_rule(r) for r in rules], facts(model, speculate), extra)
+        result = solve([shipped_rule(r) for r in rules], facts(model, speculate, exprs),
+                       extra)
     except RuleError as error:
         raise PassError(f"code motion rules failed: {error}") from error
     return {name: {(e, model.labels[n]) for e, n in tuples}
             for name, tuples in result.atoms.items() if tuples and len(tuples[0]) == 2}
+
+
+def solve_each(model: Model, rules: list[str], speculate: set[str] = frozenset()
+               ) -> dict[str, set[tuple[int, str]]]:
+    """`solve_model` one expression at a time, the relations joined: for rules whose
+    optimisation is per expression (sscm.lp), where one solve of their sum must prove
+    the optimum of every combination and grows exponentially with the expressions."""
+    joined: dict[str, set[tuple[int, str]]] = {}
+    for e in range(len(model.keys)):
+        for name, pairs in solve_model(model, rules, speculate, exprs=[e]).items():
+            joined.setdefault(name, set()).update(pairs)
+    return joined
 
 
 def prepare(kernel: ir.Kernel) -> bool:
@@ -141,14 +158,20 @@ class LazyCodeMotion(Pass):
 
     name = "lcm"
     description = "lazy code motion of pure computations (rules/safety.lp, rules/lcm.lp)"
+    records: list[ExpressionMotion]
+    speculate_blocks: frozenset[str] = frozenset()
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
-        """The kernel with its partial redundancies removed, lazily placed."""
+        """The kernel with its partial redundancies removed, lazily placed (what moved
+        and why in `records`)."""
+        self.records = []
         work = clone_kernel(kernel)
         solved = solve_lcm(work)
         if solved is None or not changes(lcm_places(solved[1])):
             return kernel  # nothing to move: leave even the critical edges alone
         model, relations = solved
+        self.records = lcm_records(model, relations)
         apply(work, model, lcm_places(relations))
         drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
+        coalesce_new(work, kernel, bool(self.options.get("coalesce", True)))
         return work

@@ -59,7 +59,11 @@ def linear_scan(kernel: ir.Kernel, live: Liveness, registers: int) -> Assignment
     """Assign at most `registers` registers; spill what does not fit."""
     if registers < 1:
         raise ValueError("the register budget must be at least 1")
-    spans = intervals(kernel, live)
+    return scan(intervals(kernel, live), registers)
+
+
+def scan(spans: dict[str, Interval], registers: int) -> Assignment:
+    """Linear scan over given intervals with `registers` registers (0: spill them all)."""
     result = Assignment(intervals=spans)
     active: list[Interval] = []
     free = list(range(registers))

@@ -30,11 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from gpudiv import ir
-from gpudiv.cfg import EXIT, successor_labels
-from gpudiv.dominators import immediate_dominators
+from gpudiv.cfg import EXIT, branch_region, build_cfg, successor_labels
 from gpudiv.transforms import traits
 
 Form = tuple  # (space, base operand (ir.Var or ir.Special) or None, offset, opcode)
@@ -264,36 +261,25 @@ def load_facts(model: LoadModel, cdrnd: set[str], divergent: set[str],
 def reconvergence_kills(kernel: ir.Kernel, model: LoadModel, divergent: set[str]) -> None:
     """Kill, at the first statement of the reconvergence point (immediate
     post-dominator) of each divergent branch, the forms of every space written inside
-    the branch's region: the lanes on the other side ran those writes while a lane
-    waited, between its earlier load and a later one (SIMT lock-step; a store by another
-    warp without a barrier in between is a data race, which the model assumes away).
-    The branch statement of such a region gets `region_kills` too: a load hoisted above
-    it would not see the other side's writes."""
-    number = {b.label: i for i, b in enumerate(kernel.blocks)}
-    graph = nx.DiGraph()
-    graph.add_nodes_from([*number.values(), -1])
-    for i in range(len(kernel.blocks)):
-        for t in successor_labels(kernel, i) or [EXIT]:
-            graph.add_edge(i, -1 if t == EXIT else number[t])
-    ipdom = immediate_dominators(graph.reverse(copy=False), -1)
-    first = {}
+    the branch's region (`gpudiv.cfg.branch_region`): the lanes on the other side ran
+    those writes while a lane waited, between its earlier load and a later one (SIMT
+    lock-step; a store by another warp without a barrier in between is a data race,
+    which the model assumes away). The branch statement of such a region gets
+    `region_kills` too: a load hoisted above it would not see the other side's writes."""
+    cfg = build_cfg(kernel)
+    blocks = {b.label: b for b in kernel.blocks}
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
     for n, (label, _) in enumerate(model.nodes):
         first.setdefault(label, n)
-    for label in divergent:
-        d = number.get(label)
-        join = ipdom.get(d) if d is not None else None
-        if join is None or join == -1:
+        last[label] = n
+    for label in sorted(divergent):
+        join = cfg.ipdom.get(label)
+        if join is None or join == EXIT or join not in first or label not in cfg.graph:
             continue
-        region, stack = set(), [s for s in graph.successors(d) if s not in (join, -1)]
-        while stack:
-            b = stack.pop()
-            if b in region:
-                continue
-            region.add(b)
-            stack += [s for s in graph.successors(b) if s not in (join, -1, *region)]
-        written = [i for b in region for i in kernel.blocks[b].instructions]
-        node = first[kernel.blocks[join].label]
-        branch = max(n for n, (b, _) in enumerate(model.nodes) if b == label)
+        region = branch_region(cfg.graph, label, join)
+        written = [i for b in region if b in blocks for i in blocks[b].instructions]
+        node, branch = first[join], last[label]
         for f, form in enumerate(model.forms):
             if any(_kills_memory(i, form[0]) for i in written):
                 model.mods.add((node, f))

@@ -21,8 +21,8 @@ Options: `allocator` (linear, divergence, remat, affine; `spill_rules.ALLOCATORS
 Parameters are not registers (they are read from parameter space, as `ld.param`); a
 parameter the kernel assigns is first copied into a fresh variable. The kernel records
 its statistics in `attrs["transform_stats"]` and its spill areas in `attrs["scratch"]`
-(what `--verify` may find changed in the result and not in the original). μ-SIMD only:
-a PTX kernel is refused.
+(what `--verify` may find changed in the result and not in the original). A PTX program
+is allocated on its text by `regalloc_ptx.py` (`run_program`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from gpudiv.transforms.base import Pass, PassError, kernel_language, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.linear_scan import Assignment, conflicts, linear_scan
 from gpudiv.transforms.liveness import LivenessError, liveness
+from gpudiv.transforms.regalloc_ptx import PtxAllocError, allocate_program
 from gpudiv.transforms.spill_rules import (
     ALLOCATORS,
     CONSTANT,
@@ -195,10 +196,10 @@ class RegisterAllocation(Pass):
 
     name = "regalloc"
     description = ("register allocation: linear scan, spills to local memory or, by "
-                   "divergence and affinity, to shared memory or recomputed (μ-SIMD)")
+                   "divergence and affinity, to shared memory or recomputed (μ-SIMD, PTX)")
 
-    def run(self, kernel: ir.Kernel) -> ir.Kernel:
-        """The kernel with every variable in one of `registers` registers or spilled."""
+    def _settings(self) -> tuple[str, int]:
+        """(allocator, registers) from the options, checked."""
         allocator = str(self.options.get("allocator", "linear"))
         registers = int(self.options.get("registers", 8))  # type: ignore[arg-type]
         if allocator not in ALLOCATORS:
@@ -206,9 +207,28 @@ class RegisterAllocation(Pass):
                             f"{', '.join(ALLOCATORS)})")
         if registers < 1:
             raise PassError("the register budget must be at least 1")
+        return allocator, registers
+
+    def run_program(self, program: ir.Program, kernels: set[str] | None = None) -> None:
+        """μ-SIMD: kernel by kernel; PTX: the module's text rewritten and read back."""
+        if program.language != "ptx":
+            super().run_program(program, kernels)
+            return
+        allocator, registers = self._settings()
+        try:
+            result = allocate_program(program, kernels, allocator, registers,
+                                      self.analysis)
+        except PtxAllocError as error:
+            raise PassError(str(error)) from error
+        program.kernels = result.kernels
+        program.attrs = result.attrs
+
+    def run(self, kernel: ir.Kernel) -> ir.Kernel:
+        """The kernel with every variable in one of `registers` registers or spilled."""
+        allocator, registers = self._settings()
         if kernel_language(kernel) == "ptx":
-            raise PassError(f"kernel {kernel.name}: regalloc rewrites μ-SIMD kernels only "
-                            "(PTX is not supported yet)")
+            raise PassError(f"kernel {kernel.name}: a PTX kernel is allocated with its "
+                            "program (run_program)")
         work = clone_kernel(kernel)
         _copy_assigned_params(work)
         try:

@@ -30,6 +30,7 @@ from gpudiv.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms import traits
 from gpudiv.transforms.base import Pass, PassError, kernel_language, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.coalesce import coalesce_new
 from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
 from gpudiv.transforms.lcm import prepare
 from gpudiv.transforms.loads import (
@@ -37,6 +38,11 @@ from gpudiv.transforms.loads import (
     build_load_model,
     load_facts,
     reconvergence_kills,
+)
+from gpudiv.transforms.motion_explain import (
+    ExpressionMotion,
+    availability_records,
+    speculation_records,
 )
 from gpudiv.transforms.sscm import branch_blocks, divergent_blocks
 
@@ -46,8 +52,9 @@ ENTRY, VIRTUAL_EXIT = "entry", "exit"
 
 def control_facts(count: int, edges: list[tuple[int, int]], ends: set[int],
                   divergent: set[int]) -> str:
-    """Facts of rules/cdrnd.lp for blocks 0..count-1 (0 is the start): the augmented
-    CFG (`entry` -> 0, `entry` -> `exit`, ends -> `exit`), post-dominance, divergence."""
+    """Facts of rules/cfg.lp and rules/cdrnd.lp for blocks 0..count-1 (0 is the start):
+    the augmented CFG (`entry` -> 0, `entry` -> `exit`, ends -> `exit`), its immediate
+    post-dominators, its branches, and divergence."""
     graph = nx.DiGraph()
     graph.add_nodes_from([ENTRY, VIRTUAL_EXIT, *range(count)])
     graph.add_edge(ENTRY, VIRTUAL_EXIT)
@@ -57,14 +64,11 @@ def control_facts(count: int, edges: list[tuple[int, int]], ends: set[int],
     graph.add_edges_from((n, VIRTUAL_EXIT) for n in ends)
     ipdom = immediate_dominators(graph.reverse(copy=False), VIRTUAL_EXIT)
     lines = [f"bnode({n})." for n in [ENTRY, *range(count)]]
-    lines += [f"bsucc({a},{b})." for a, b in graph.edges]
-    for node in [ENTRY, *range(count)]:
-        walk = node
-        while walk in ipdom:
-            lines.append(f"pdom({node},{walk}).")
-            walk = ipdom[walk]
-        if walk == VIRTUAL_EXIT:
-            lines.append(f"pdom({node},{VIRTUAL_EXIT}).")
+    lines += [f"block({n})." for n in graph.nodes]
+    lines += [f"edge({a},{b})." for a, b in graph.edges]
+    lines += [f"branch({n},{graph.out_degree(n)})." for n in graph.nodes
+              if graph.out_degree(n) > 1]
+    lines += [f"ipdom({n},{p})." for n, p in ipdom.items() if n != p]
     lines += [f"bdiv({n})." for n in sorted(divergent)]
     return "\n".join(lines) + "\n"
 
@@ -90,7 +94,7 @@ def solve_loads(kernel: ir.Kernel, model: LoadModel, divergent: set[str],
     blocks whose branch the speculation query may hoist above (None: no speculation)."""
     if not model.forms:
         return {}
-    rules = ["cdrnd.lp", "srqp.lp"] + (["ssrqp.lp"] if hoist_at is not None else [])
+    rules = ["cfg.lp", "cdrnd.lp", "srqp.lp"] + (["ssrqp.lp"] if hoist_at is not None else [])
     facts = load_facts(model, set(), set(hoist_at or ()), "gate.\n" if gate else "")
     facts += block_facts(kernel, model, divergent)
     try:
@@ -239,7 +243,8 @@ def _type(kernel: ir.Kernel, model: LoadModel, f: int) -> str:
 
 
 def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
-    """Copy each hoisted load before the branches `hnode` names and make the origin read
+    """Copy each hoisted load before the branches `hnode` names and at the end of the
+    statements `cnode` names (Algorithm 2.1's compensation), and make the origin read
     the copy; whether anything changed."""
     origins = {o for (o,) in found.get("hoist", ())}
     if not origins:
@@ -247,7 +252,8 @@ def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
     rewriter = Rewriter(kernel)
     forms = sorted({model.occurrences[o] for o in origins})
     temps = {f: rewriter.fresh_register(f"sr_h{f}", _type(kernel, model, f)) for f in forms}
-    places = sorted({(n, model.occurrences[o]) for o, n in found.get("hnode", ())
+    places = sorted({(n, model.occurrences[o])
+                     for o, n in found.get("hnode", set()) | found.get("cnode", set())
                      if o in origins})
     for n, f in places:
         place_after(rewriter, model, n, load_of(model, f, temps[f], rewriter))
@@ -259,10 +265,22 @@ def apply_hoists(kernel: ir.Kernel, model: LoadModel, found: Relations) -> bool:
     return True
 
 
+def cdrnd_statements(kernel: ir.Kernel, model: LoadModel, found: Relations) -> set[int]:
+    """The statements in CDRND blocks (cdrnd.lp's `bcdrnd`, blocks by number)."""
+    blocks = {kernel.blocks[b].label for (b,) in found.get("bcdrnd", ())
+              if isinstance(b, int)}
+    return {n for n, (label, _) in enumerate(model.nodes) if label in blocks}
+
+
 def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
-                  hoist_at: set[str] | None) -> ir.Kernel:
+                  hoist_at: set[str] | None,
+                  records: list[ExpressionMotion] | None = None,
+                  coalesce: bool = True) -> ir.Kernel:
     """The scalar-replacement pipeline on a copy of `kernel` (the kernel itself when
-    nothing changes): speculation first when `hoist_at` is given, then (E)SRQP."""
+    nothing changes): speculation first when `hoist_at` is given, then (E)SRQP, then
+    copy coalescing unless `coalesce` is false; what each step did and why is appended
+    to `records`."""
+    records = [] if records is None else records
     work = clone_kernel(kernel)
     if not prepare(work):
         return kernel
@@ -271,14 +289,19 @@ def replace_loads(kernel: ir.Kernel, divergent: set[str], gate: bool,
     if hoist_at is not None:
         model = build_load_model(work, language)
         reconvergence_kills(work, model, divergent)
-        changed |= apply_hoists(work, model, solve_loads(work, model, divergent,
-                                                         hoist_at, True))
+        found = solve_loads(work, model, divergent, hoist_at, True)
+        records += speculation_records(model, found, hoist_at)
+        changed |= apply_hoists(work, model, found)
     model = build_load_model(work, language)
     reconvergence_kills(work, model, divergent)
-    changed |= apply_replacement(work, model, solve_loads(work, model, divergent, None, gate))
+    found = solve_loads(work, model, divergent, None, gate)
+    records += availability_records(model, found, cdrnd_statements(work, model, found))
+    changed |= apply_replacement(work, model, found)
     if not changed:
+        records.clear()
         return kernel
     drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
+    coalesce_new(work, kernel, coalesce)
     return work
 
 
@@ -287,9 +310,12 @@ class _ScalarReplacement(Pass):
 
     gate: ClassVar[bool] = False
     speculate: ClassVar[str | None] = None  # None, "divergent" or "every"
+    records: list[ExpressionMotion]
+    speculate_blocks: frozenset[str] = frozenset()
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
-        """The kernel with its redundant loads replaced (see the module docstring)."""
+        """The kernel with its redundant loads replaced (see the module docstring; what
+        moved and why in `records`)."""
         analysis = str(self.options.get("divergence", "affine2"))
         divergent = divergent_blocks(kernel, analysis)
         hoist_at = None
@@ -297,7 +323,9 @@ class _ScalarReplacement(Pass):
             hoist_at = divergent
         elif self.speculate == "every":
             hoist_at = branch_blocks(kernel)
-        return replace_loads(kernel, divergent, self.gate, hoist_at)
+        self.records, self.speculate_blocks = [], frozenset(hoist_at or ())
+        return replace_loads(kernel, divergent, self.gate, hoist_at, self.records,
+                             bool(self.options.get("coalesce", True)))
 
 
 @register

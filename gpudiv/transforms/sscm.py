@@ -4,7 +4,9 @@
 Both run the seed's four steps: (1) LCM (the `lcm` pass's rules), (2) down- and
 up-safety, with SSCM's Fig 4.5 union at blocks ending in a divergent branch (from the
 divergence analysis chosen by the `divergence` option: simple, affine or affine2), (3-4)
-the closed down-safety region with the fewest R-Earliest points (`#minimize`). Then
+the closed down-safety region with the fewest R-Earliest points (`#minimize`), solved
+one expression at a time (the regions are independent; one solve of the sum grows
+exponentially with the expressions). Then
 `t := E` goes to each R-Earliest point (its entry insertion point when that is
 down-safe, else its exit one) and the entry computations of the RelComp blocks go away.
 
@@ -23,6 +25,7 @@ from typing import ClassVar
 from gpudiv import ir
 from gpudiv.transforms.base import Pass, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
+from gpudiv.transforms.coalesce import coalesce_new
 from gpudiv.transforms.critical_edges import drop_unused_edge_blocks
 from gpudiv.transforms.lcm import (
     apply,
@@ -31,10 +34,11 @@ from gpudiv.transforms.lcm import (
     exit_anchor,
     insert_at,
     lcm_places,
+    solve_each,
     solve_lcm,
-    solve_model,
 )
 from gpudiv.transforms.motion import Model, build_model, is_candidate, key_of
+from gpudiv.transforms.motion_explain import ExpressionMotion, lcm_records, region_records
 
 Relations = dict[str, set[tuple[int, str]]]
 
@@ -69,8 +73,9 @@ def unify(kernel: ir.Kernel, keys: set, temps: dict) -> None:
         temp = temps[key]
         if instr.dest == temp:
             continue
+        rhs = instr.text.split(" = ", 1)[1] if " = " in instr.text else instr.text
         twin = replace(instr, dest=temp, attrs=dict(instr.attrs), id=ir.NO_ID, group=None,
-                       text=f"{temp} = {instr.text}")
+                       text=f"{temp} = {rhs}")
         rewriter.insert_before(instr, twin)
         instr.operator, instr.args, instr.group = "copy", (ir.Var(temp),), None
         instr.attrs.pop("opcode", None)
@@ -103,29 +108,37 @@ def place(kernel: ir.Kernel, model: Model, relations: Relations, chosen: set[int
                 rewriter.erase(instr)
 
 
-def sparse(kernel: ir.Kernel, speculate: set[str]) -> ir.Kernel:
-    """LCM, then the sparse region step (speculating at `speculate` blocks)."""
+def sparse(kernel: ir.Kernel, speculate: set[str],
+           records: list[ExpressionMotion] | None = None, coalesce: bool = True) -> ir.Kernel:
+    """LCM, then the sparse region step (speculating at `speculate` blocks), then copy
+    coalescing (unless `coalesce` is false); what each step moved and why is appended
+    to `records`."""
+    records = [] if records is None else records
     work = clone_kernel(kernel)
     solved = solve_lcm(work)
     if solved is None:
         return kernel
     model, relations = solved
+    records += lcm_records(model, relations)
     lcm_temps = apply(work, model, lcm_places(relations))
     temps = {model.keys[e]: t for e, t in lcm_temps.items()}
     trial = clone_kernel(work)
     unify(trial, set(build_model(trial).keys), dict(temps))
     trial_model = build_model(trial)
-    found = solve_model(trial_model, ["safety.lp", "sscm.lp"], speculate)
+    found = solve_each(trial_model, ["safety.lp", "sscm.lp"], speculate)
     moving = {trial_model.keys[e] for e in range(len(trial_model.keys)) if moves(found, e)}
     if moving:
         unify(work, moving, temps)
         final = build_model(work)
-        found = solve_model(final, ["safety.lp", "sscm.lp"], speculate)
-        place(work, final, found, {e for e, key in enumerate(final.keys) if key in moving},
-              temps)
+        found = solve_each(final, ["safety.lp", "sscm.lp"], speculate)
+        chosen = {e for e, key in enumerate(final.keys) if key in moving}
+        place(work, final, found, chosen, temps)
+        records += region_records(final, found, chosen, speculate)
     elif not any(relations.get(n) for n in ("ninsert", "xinsert", "nreplace", "xreplace")):
+        records.clear()
         return kernel
     drop_unused_edge_blocks(work, {b.label for b in kernel.blocks})
+    coalesce_new(work, kernel, coalesce)
     return work
 
 
@@ -138,7 +151,8 @@ class SparseCodeMotion(Pass):
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel after LCM and the sparse (non-speculative) region step."""
-        return sparse(kernel, set())
+        self.records, self.speculate_blocks = [], frozenset()
+        return sparse(kernel, set(), self.records, bool(self.options.get("coalesce", True)))
 
 
 @register
@@ -153,7 +167,10 @@ class SpeculativeSparseCodeMotion(Pass):
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel after LCM and the speculative sparse region step."""
         analysis = str(self.options.get("divergence", self.divergence))
-        return sparse(kernel, divergent_blocks(kernel, analysis))
+        self.records = []
+        self.speculate_blocks = frozenset(divergent_blocks(kernel, analysis))
+        return sparse(kernel, set(self.speculate_blocks), self.records,
+                      bool(self.options.get("coalesce", True)))
 
 
 @register
@@ -190,4 +207,7 @@ class SpeculativeCodeMotionEverywhere(Pass):
 
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel after LCM and the region step speculating at every branch."""
-        return sparse(kernel, branch_blocks(kernel))
+        self.records = []
+        self.speculate_blocks = frozenset(branch_blocks(kernel))
+        return sparse(kernel, set(self.speculate_blocks), self.records,
+                      bool(self.options.get("coalesce", True)))

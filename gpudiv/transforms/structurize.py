@@ -62,22 +62,33 @@ def backward_copy(rewriter: Rewriter, edge: UnstructuredEdge) -> dict[str, str]:
 
 def _copy_ptx_groups(kernel: ir.Kernel, original: str, copy: str) -> None:
     """Give the copy's instructions fresh PTX groups that print as the original's PTX
-    instructions (a copy of a block read from PTX prints as the same PTX text)."""
+    instructions (a copy of a block read from PTX prints as the same PTX text; a copy of
+    an inlined call's code as the same callee instruction, the call written inline)."""
     source = kernel.attrs.get("ptx_source")
     if not isinstance(source, dict):
         return
-    forms, recorded = source["forms"], source["group_forms"]
+    forms, recorded, inlined = source["forms"], source["group_forms"], source["inlined"]
+    inlined_forms = source.get("inlined_forms", {})
+    calls = {id(pi) for pi, _ in inlined.values()}
     fresh: dict[int, int] = {}
     pairs = zip(kernel.block(original).instructions, kernel.block(copy).instructions,
                 strict=False)
     for old, new in pairs:
         group = old.group
-        if group is None or group not in forms or group in source["inlined"]:
+        if group is None or group not in recorded or (group not in forms
+                                                      and group not in inlined_forms):
             continue
+        if group in forms and id(forms[group]) in calls:
+            continue  # the parameter passing of an inlined call: that call is written inline
+
         if group not in fresh:
             fresh[group] = max([*forms, *recorded, -1]) + 1
-            forms[fresh[group]] = _copy.copy(forms[group])
             recorded[fresh[group]] = recorded[group]
+            if group in forms:
+                forms[fresh[group]] = _copy.copy(forms[group])
+            else:
+                inlined[fresh[group]] = inlined[group]
+                inlined_forms[fresh[group]] = inlined_forms[group]
         new.group = fresh[group]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from gpudiv import ir
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
 from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.launch_shape import declared_shape
 from gpudiv.oracle import ptx_launches, random_launches
 
 VERIFIED, DIFFERS, NOT_EXECUTED = "verified", "differs", "not-executed"
@@ -148,9 +149,10 @@ def _run(language: str, kernel: ir.Kernel, launch: object, policy: str | None = 
 
 
 def launches_for(language: str, kernel: ir.Kernel, seed: int) -> list:
-    """The launches `gpudiv check` uses for the kernel."""
+    """The launches `gpudiv check` uses for the kernel (PTX: with the block shape its
+    `.reqntid` requires, as a launch of another shape fails)."""
     if language == "ptx":
-        return ptx_launches(kernel, seed)
+        return ptx_launches(kernel, seed, declared_shape(kernel))
     return random_launches(kernel, seed)
 
 

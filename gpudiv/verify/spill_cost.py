@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudiv import ir
-from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
+from gpudiv.interp.musimd import ExecutionError, run_kernel
+from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
 
 LATENCY = {"local": 33, "shared": 3, "alu": 1}
 KINDS = ("local_loads", "local_stores", "shared_loads", "shared_stores", "other")
@@ -78,20 +79,45 @@ class _Counting:
         """Branches are counted in `before`."""
 
 
-def profile(kernel: ir.Kernel, launches: list[LaunchConfig]) -> Profile:
-    """Run a μ-SIMD kernel on the launches and count its warp instructions by kind (a
-    launch that stops with an error is left out)."""
+def _ptx_kinds(kernel: ir.Kernel) -> dict[int, str]:
+    """PTX: the kind of each PTX instruction, on the first IR instruction of its group
+    (a vector load, a guarded definition or an inlined call is one warp instruction)."""
+    kinds: dict[int, str] = {}
+    seen: dict[int, int] = {}
+    for instr in kernel.instructions():
+        if instr.group is None:
+            kinds[instr.id] = kind_of(instr)
+            continue
+        first = seen.setdefault(instr.group, instr.id)
+        kind = kind_of(instr)
+        if first == instr.id:
+            kinds[first] = kind
+        elif kind != "other" and kinds[first] == "other":
+            kinds[first] = kind
+    return kinds
+
+
+def profile(kernel: ir.Kernel, launches: list, language: str = "musimd") -> Profile:
+    """Run a kernel on the launches and count its warp instructions by kind (a launch
+    that stops with an error is left out; PTX: one count per PTX instruction)."""
     result = Profile()
-    kinds = {i.id: kind_of(i) for i in kernel.instructions()}
+    if language == "ptx":
+        kinds = _ptx_kinds(kernel)
+    else:
+        kinds = {i.id: kind_of(i) for i in kernel.instructions()}
     for launch in launches:
         counter = _Counting()
         try:
-            run_kernel(kernel, copy.deepcopy(launch), counter)
-        except ExecutionError:
+            if language == "ptx":
+                run_ptx_kernel(kernel, copy.deepcopy(launch), counter)
+            else:
+                run_kernel(kernel, copy.deepcopy(launch), counter)
+        except (ExecutionError, PtxExecutionError):
             continue
         result.runs += 1
         for instruction, n in counter.by_id.items():
-            result.counts[kinds[instruction]] += n
+            if instruction in kinds:
+                result.counts[kinds[instruction]] += n
     return result
 
 

@@ -130,11 +130,14 @@ def _rewrites_deadlocks(pipeline: Pipeline) -> bool:
 def transform(source: str | Path | ir.Program, passes: str | list[Pass],
               kernel: str | None = None, verify: bool = False, seed: int = 0,
               analysis: str = DEFAULT_ANALYSIS, reconvergence: str = "auto",
-              options: dict[str, dict[str, object]] | None = None) -> FileTransform:
+              options: dict[str, dict[str, object]] | None = None,
+              canonical: bool = True) -> FileTransform:
     """Run the passes (`"p1,p2"` or Pass objects; `options`: pass name → options) over
     a file's kernels (only `kernel` when given) and print the result; with `verify`,
-    compare runs under the `reconvergence` policy and re-check claims."""
-    program = source if isinstance(source, ir.Program) else load(source)
+    compare runs under the `reconvergence` policy and re-check claims. `canonical=False`
+    reads PTX as written (`gpudiv.load.parse_text`); the runs then start from the
+    canonical reading of the same file, the form the interpreter executes."""
+    program = source if isinstance(source, ir.Program) else load(source, canonical=canonical)
     where = f"{program.path}:1:1: error:"
     if program.errors:
         raise TransformError(str(program.errors[0]))
@@ -154,13 +157,16 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
     reread = parse_text(text, program.path, program.language) if verify else None
     if reread is not None and reread.errors:
         raise TransformError(f"{where} the printed result does not parse: {reread.errors[0]}")
-    for index, (old, new) in enumerate(zip(program.kernels, result.kernels, strict=True)):
-        if kernel is not None and old.name != kernel:
+    baseline = (load(program.path) if verify and not canonical
+                and not isinstance(source, ir.Program) else program)
+    for index, (read, new) in enumerate(zip(program.kernels, result.kernels, strict=True)):
+        if kernel is not None and read.name != kernel:
             continue
-        report = KernelTransform(old.name, static=_static(old, new))
+        report = KernelTransform(read.name, static=_static(read, new))
         outcome.kernels.append(report)
         if reread is None:
             continue
+        old = baseline.kernels[index]
         printed = reread.kernels[index]
         if _rewrites_deadlocks(pipeline) and not new.attrs.get(STATS, {}).get("assumed_safe"):
             evidence = check_ssde(old, printed, program.language, seed + index)
@@ -180,10 +186,12 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
             report.difference_detail = equal.difference.to_json()
         if equal.status == VERIFIED:
             report.oracle_violations = _oracle(reread, printed, seed + index, analysis)
-        if "scratch" in new.attrs and program.language == "musimd":
-            launches = launches_for(program.language, old, seed + index)
-            report.dynamic["spills"] = {"before": profile(old, launches).to_json(),
-                                        "after": profile(printed, launches).to_json()}
+        if "allocator" in new.attrs.get(STATS, {}):  # regalloc: spill traffic, modelled
+            language = program.language
+            launches = launches_for(language, old, seed + index)
+            report.dynamic["spills"] = {
+                "before": profile(old, launches, language).to_json(),
+                "after": profile(printed, launches, language).to_json()}
     return outcome
 
 

@@ -15,7 +15,8 @@ from gpudiv.frontend.musimd import parse_musimd
 from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp.engine import has_marks, reconvergence_pcs
 from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel
-from gpudiv.interp.ptx import PtxLaunch, machine_policy, run_ptx_kernel
+from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx_launch import machine_policy
 from gpudiv.interp.simt import DeadlockError
 from gpudiv.printers.musimd import print_musimd
 from gpudiv.printers.ptx import print_ptx

@@ -20,13 +20,8 @@ import pytest
 from gpudiv import api, ir
 from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp import packed_half
-from gpudiv.interp.ptx import (
-    PtxExecutionError,
-    PtxLaunch,
-    pointer_params,
-    run_ptx_kernel,
-    synthesize_launches,
-)
+from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx_synthesis import pointer_params, synthesize_launches
 from gpudiv.load import load
 from gpudiv.oracle import ptx_launches
 
@@ -609,14 +604,16 @@ NOT_EXECUTABLE |= {(f"deadlock_cases.{build}.ptx", "divergent_barrier"): "barrie
 NOT_EXECUTABLE[("nvopencc40_ptx22_sm20.ptx", "apply_fp")] = "cannot execute 'call.uni'"
 
 
-def _slow_when_written_to_hang(paths: list[Path]) -> list:
-    """The paths, those of samples written to hang marked slow: each of their launches
-    runs until the interpreter sees its state repeat (seconds each)."""
-    return [pytest.param(p, marks=pytest.mark.slow) if p.name.startswith(("deadlock_", "spin_"))
-            else p for p in paths]
+def _fast_loop_runs_optimised_builds(paths: list[Path]) -> list:
+    """The paths, those written to hang and the -G builds marked slow: the fast loop
+    checks the -O3 and legacy files, the full suite every build."""
+    return [pytest.param(p, marks=pytest.mark.slow)
+            if p.name.startswith(("deadlock_", "spin_")) or p.name.endswith(".G.ptx") else p
+            for p in paths]
 
 
-@pytest.mark.parametrize("path", _slow_when_written_to_hang(SAMPLE_FILES), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _fast_loop_runs_optimised_builds(SAMPLE_FILES),
+                         ids=lambda p: p.name)
 def test_oracle_on_samples(path):
     analysed = api.analyze(path)
     reports = api.check(analysed)
@@ -664,7 +661,8 @@ def _same_outputs(mine: dict[int, np.ndarray], theirs: dict[int, np.ndarray]) ->
     return True
 
 
-@pytest.mark.parametrize("source", _slow_when_written_to_hang(sorted(CUDA.glob("*.cu"))),
+@pytest.mark.slow  # both builds of every source: the full suite only
+@pytest.mark.parametrize("source", sorted(CUDA.glob("*.cu")),
                          ids=lambda p: p.stem)
 def test_o3_and_g_builds_of_a_source_give_the_same_outputs(source):
     """Two compilations of one CUDA source (optimised, and -G with its call sequences,

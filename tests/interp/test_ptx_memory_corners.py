@@ -12,12 +12,7 @@ import pytest
 
 from gpudiv import api, ir
 from gpudiv.frontend.ptx import parse_ptx
-from gpudiv.interp.ptx import (
-    PtxExecutionError,
-    PtxLaunch,
-    run_ptx_growing,
-    run_ptx_kernel,
-)
+from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_growing, run_ptx_kernel
 from gpudiv.load import load
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,11 +13,9 @@ import pytest
 from gpudiv import api, ir
 from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp import ptx_texture
-from gpudiv.interp.ptx import (
-    PtxExecutionError,
-    PtxLaunch,
+from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx_synthesis import (
     pointer_params,
-    run_ptx_kernel,
     synthesize_launches,
     texture_params,
     texture_refs,

@@ -12,6 +12,7 @@ from gpudiv.load import load, parse_text
 from gpudiv.printers import PrintError, print_program
 from gpudiv.printers.compare import first_difference
 from gpudiv.printers.musimd import instruction_text as musimd_text
+from gpudiv.transforms.builder import Rewriter
 from tests.ptxas_tool import ptxas_errors
 
 ROOT = Path(__file__).resolve().parents[2] / "samples"
@@ -75,14 +76,56 @@ def test_rewritten_jump_and_branch_print_from_the_ir():
     assert moved[0].target == fall_label
 
 
-def test_rewriting_an_inlined_instruction_cannot_be_printed():
+def test_a_rewritten_inlined_call_is_written_inline(tmp_path):
+    program = load(ROOT / "cuda/device_functions.G.ptx")
+    kernel = next(k for k in program.kernels
+                  if any(i.attrs.get("function") for i in k.instructions()))
+    calls_before = print_program(program).count("\tcall")
+    inlined = next(i for i in kernel.instructions()
+                   if i.attrs.get("function") and i.kind == ir.ASSIGN and i.dest
+                   and i.guard is None and i.operator != "copy")
+    Rewriter(kernel).insert_after(inlined, ir.Instruction(
+        ir.ASSIGN, inlined.loc, dest=inlined.dest, args=(ir.Var(inlined.dest),),
+        operator="copy"))
+    text = print_program(program)
+    assert text.count("\tcall") == calls_before - 1  # that one call is written inline
+    again = parse_text(text, program.path, "ptx")
+    assert again.errors == []
+    rewritten = next(k for k in again.kernels if k.name == kernel.name)
+    assert not any(i.attrs.get("function") for i in rewritten.instructions()
+                   if i.attrs.get("origin") == inlined.attrs.get("origin"))
+    if shutil.which("ptxas"):
+        (tmp_path / "out.ptx").write_text(text)
+        assert ptxas_errors(tmp_path / "out.ptx") is None
+
+
+def test_a_register_of_a_call_read_outside_it_writes_that_call_inline(tmp_path):
+    program = load(ROOT / "cuda/device_functions.G.ptx")
+    kernel = next(k for k in program.kernels
+                  if any(i.attrs.get("function") for i in k.instructions()))
+    inner = next(i for i in kernel.instructions() if i.attrs.get("function")
+                 and i.kind == ir.ASSIGN and i.dest and "@" in i.dest and "+" not in i.dest)
+    rewriter = Rewriter(kernel)
+    last = kernel.blocks[-1].instructions[-1]
+    copy = rewriter.fresh_register("%moved", kernel.registers[inner.dest])
+    rewriter.insert_before(last, ir.Instruction(ir.ASSIGN, last.loc, dest=copy,
+                                                args=(ir.Var(inner.dest),), operator="copy"))
+    text = print_program(program)
+    assert f"{inner.dest.replace('@', '$')}," in text  # the call's code is there to read
+    assert parse_text(text, program.path, "ptx").errors == []
+    if shutil.which("ptxas"):
+        (tmp_path / "out.ptx").write_text(text)
+        assert ptxas_errors(tmp_path / "out.ptx") is None
+
+
+def test_an_inline_call_that_cannot_be_written_says_why():
     program = load(ROOT / "cuda/device_functions.G.ptx")
     kernel = next(k for k in program.kernels
                   if any(i.attrs.get("function") for i in k.instructions()))
     inlined = next(i for i in kernel.instructions()
-                   if i.attrs.get("function") and i.kind == ir.ASSIGN)
-    inlined.operator = "copy" if inlined.operator != "copy" else "neg"
-    with pytest.raises(PrintError, match="inlined from a call"):
+                   if i.attrs.get("function") and i.kind == ir.ASSIGN and i.dest)
+    inlined.kind = ir.OPAQUE  # an operation without a PTX spelling
+    with pytest.raises(PrintError, match="cannot print rewritten instruction"):
         print_program(program)
 
 

@@ -39,6 +39,7 @@ def changed_and_verified(path: Path, name: str) -> tuple[int, int, str]:
     return changed, verified, out.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PASSES)
 def test_musimd_samples_verify_after_code_motion(name):
     counts = [changed_and_verified(path, name)[:2] for path in [*MUSIMD, *GOLDEN]]

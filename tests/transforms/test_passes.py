@@ -12,6 +12,7 @@ from gpudiv.load import load, parse_text
 from gpudiv.printers import print_program
 from gpudiv.transforms import PASSES, Pass, PassError, Pipeline, available, get_pass
 from gpudiv.transforms import traits as t
+from gpudiv.transforms.builder import Rewriter
 from gpudiv.transforms.critical_edges import critical_edges
 from gpudiv.verify.equivalence import compare_kernels
 
@@ -43,7 +44,9 @@ def test_pipeline_leaves_the_original_alone_and_calls_the_hook():
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-@pytest.mark.parametrize("path", [*MUSIMD, *PTX], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [*MUSIMD, PTX[0], *(pytest.param(p, marks=pytest.mark.slow)
+                                                     for p in PTX[1:])],
+                         ids=lambda p: p.name)
 def test_passes_keep_kernels_well_formed_printable_and_equivalent(name, path):
     program = load(path)
     result = Pipeline.parse(name).run(program)
@@ -111,6 +114,25 @@ class SwapBranchTargets(Pass):
             term = block.terminator
             if term is not None and term.kind == ir.BRANCH and term.operator in ("bz", "bnz"):
                 term.operator = "bnz" if term.operator == "bz" else "bz"
+        return kernel
+
+
+class CopyInsideInlinedCalls(Pass):
+    """A harmless rewrite inside inlined calls (tests only): after every plain definition
+    of a register in an inlined body, a copy of the register to itself."""
+
+    name = "test-copy-inside-calls"
+    description = "add `r = copy r` after each definition inside inlined calls"
+
+    def run(self, kernel):
+        rewriter = Rewriter(kernel)
+        for instr in list(kernel.instructions()):
+            dest = instr.dest or ""
+            if (instr.attrs.get("function") and instr.kind == ir.ASSIGN and dest
+                    and instr.guard is None and dest in kernel.registers
+                    and not dest.startswith("%%") and "@g" not in dest):
+                rewriter.insert_after(instr, ir.Instruction(
+                    ir.ASSIGN, instr.loc, dest=dest, args=(ir.Var(dest),), operator="copy"))
         return kernel
 
 

@@ -23,9 +23,11 @@ FIG_4_11 = [(0, 1), (1, 2), (2, 3), (2, 4), (4, 5), (4, 6), (5, 7), (6, 7), (7, 
 
 
 @cache
-def run(name: str, pass_name: str, divergence: str | None = None):
-    """One verified transform of a golden kernel, shared by the tests that read it."""
-    options = {pass_name: {"divergence": divergence}} if divergence else None
+def run(name: str, pass_name: str, divergence: str | None = None, coalesce: bool = False):
+    """One verified transform of a golden kernel, shared by the tests that read it
+    (without copy coalescing unless asked: the seed's figures show the temporaries)."""
+    options = {pass_name: {"coalesce": coalesce} | (
+        {"divergence": divergence} if divergence else {})}
     out = transform(str(MOTION / f"{name}.musimd"), pass_name, verify=True, options=options)
     (report,) = out.kernels
     assert report.status == "verified", report.difference
@@ -41,7 +43,7 @@ def loads(kernel: ir.Kernel) -> dict[str, int]:
 
 def test_fig_4_11_control_dependence_and_cdrnd():
     text = control_facts(11, FIG_4_11, {10}, {2, 4}) + "branch(-1).\n#show cdrnd/1.\n"
-    got = solve([shipped_rule("cdrnd.lp")], text).atoms
+    got = solve([shipped_rule("cfg.lp"), shipped_rule("cdrnd.lp")], text).atoms
     cd: dict[object, set[int]] = {}
     for x, a in got["cd"]:
         cd.setdefault(a, set()).add(x)
@@ -63,6 +65,22 @@ def test_fig_4_11_esrqp_inserts_nothing_into_divergent_sides():
         assert loads(run("fig4_11", pass_name)) == {"N5": 1, "N8": 1}
 
 
+def test_fig_4_11f_insertion_sets_when_a_i_plus_1_is_anticipated_by_value():
+    # Which reading of Fig 4.11 we implement: anticipability compares values (the
+    # address after conversion), not "A[i] or A[i+1]" lexically as the seed's trace does.
+    # With a load of A[i] after the loop, A[i+1] at node 7 is down-safe by value on the
+    # exit path too, and SRQP makes exactly the seed's Fig 4.11f insertions: A[i] into
+    # node 1, A[i+1] into nodes 3 and 6 (each with its address); ESRQP suppresses 3, 6
+    # and so, as the seed says, changes nothing.
+    kernel = run("fig4_11_exit_load", "srqp")
+    assert loads(kernel) == {"N1": 1, "N5": 1, "N6": 1, "N3": 1}
+    texts = {b.label: [i.text for i in b.instructions] for b in kernel.blocks}
+    assert "sr_t1 = shared[i]" in texts["N1"]
+    assert any(t.startswith("sr_a") and t.endswith("= i + 1") for t in texts["N3"])
+    assert [t for t in texts["N8"] if "sr_t" in t][0].startswith("b = sr_t")
+    assert loads(run("fig4_11_exit_load", "esrqp")) == {"N5": 1, "N8": 1, "E": 1}
+
+
 @pytest.mark.parametrize("pass_name", ["ssrqp", "ssrqp-s"])
 def test_fig_4_13_ssrqp_hoists_into_node_2_and_rotates(pass_name):
     kernel = run("fig4_11", pass_name)
@@ -72,12 +90,38 @@ def test_fig_4_13_ssrqp_hoists_into_node_2_and_rotates(pass_name):
     texts = [i.text for i in kernel.instructions()]
     assert any(t.startswith("sr_h") and "shared" in t for t in
                [i.text for i in kernel.blocks[1].instructions])
-    assert sum(1 for t in texts if t.startswith("b = sr_t")) == 1  # node 8 reads a temp
+    # node 8 reads a temporary: SSRQP's rotating one; SSRQP_S also hoists A[i] above the
+    # loop branch, compensated (Algorithm 2.1 line 7) at the end of node 1
+    reads = "b = sr_t" if pass_name == "ssrqp" else "b = sr_h"
+    assert sum(1 for t in texts if t.startswith(reads)) == 1
+
+
+def test_fig_4_13c_after_copy_coalescing_rotates_the_loaded_registers_themselves():
+    # the temporaries merge into the registers they are copied to: node 2 loads A[i+1]
+    # into a, node 1 loads A[i] into b, and the rotating copy of Fig 4.13c is `b = a`
+    kernel = run("fig4_11", "ssrqp", coalesce=True)
+    texts = {b.label: [i.text for i in b.instructions] for b in kernel.blocks}
+    assert "b = shared[i]" in texts["N1"]
+    assert "a = shared[sr_a]" in texts["N2"]
+    assert texts["N5"] == ["s = s + a", "jump N7"]
+    assert "b = a" in texts["N8"] and not any("sr_t" in t or "sr_h" in t
+                                              for ts in texts.values() for t in ts)
 
 
 def test_fig_4_12_ssrqp_leaves_one_load_in_node_1():
     assert loads(run("fig4_12", "esrqp")) == {"N2": 1, "N5": 1}
     assert loads(run("fig4_12", "ssrqp")) == {"N1": 1}
+
+
+def test_algorithm_2_1_compensation_inserts_into_the_predecessor_that_cannot_hoist():
+    # compensation.musimd: the query from L meets N's entry with P2 hoisting above D3
+    # and P1 redefining i; N is down-safe and P1 in the CDRND, so the load goes to the
+    # end of P1 and before D3's branch (not before N's branch, as without line 7)
+    kernel = run("compensation", "ssrqp")
+    assert loads(kernel) == {"D3": 1, "P1": 1}
+    assert [i.text for i in kernel.blocks[3].instructions] == ["i = i * 2",
+                                                               "sr_h0 = shared[i]"]
+    assert loads(run("compensation", "esrqp")) == {"L": 1, "R": 1}
 
 
 def test_divergence_option_chooses_where_ssrqp_speculates():

@@ -97,6 +97,22 @@ def test_structurized_ptx_is_accepted_by_ptxas(tmp_path):
     assert all(analyze_kernel(k).structured for k in load(out).kernels)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "kernel"), [("atomics_histogram.G.ptx", "max_float_cas"),
+                                              ("double_precision.G.ptx", "newton_sqrt")])
+def test_cut_of_a_loop_inside_an_inlined_call(tmp_path, name, kernel):
+    result = transform(SAMPLES / "cuda" / name, "structurize", verify=True, kernel=kernel)
+    (done,) = [k for k in result.kernels if k.name == kernel]
+    assert done.status == VERIFIED and done.static["cut"] == 1
+    out = tmp_path / "s.ptx"
+    out.write_text(result.text)
+    (again,) = [k for k in load(out).kernels if k.name == kernel]
+    assert analyze_kernel(again).structured
+    assert not any(i.attrs.get("function") for i in again.instructions())  # written inline
+    if shutil.which("ptxas"):
+        assert ptxas_errors(out) is None, ptxas_errors(out)
+
+
 @settings(PROPERTY)
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 25))
 def test_random_unstructured_programs_become_structured_and_equal(seed, statements):
