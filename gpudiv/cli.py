@@ -220,6 +220,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                           args.kernel))
     if args.max_steps < 0:
         raise CommandError("error: --max-steps must be 0 or more")
+    if args.aware_timeout < 0:
+        raise CommandError(f"{args.file}: error: --aware-timeout must not be negative")
     if program.language == "ptx":  # grids of blocks, typed arguments: gpudiv.ptxrun
         status = ptxrun.run_command(args, args.file, kernel)
         return EXIT_ERROR if failed else status
@@ -227,8 +229,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CommandError(f"{args.file}: error: --arg, --grid and --block are for PTX "
                            "kernels; a μ-SIMD kernel takes --param NAME=VALUE, --threads "
                            "and --warp")
-    if args.aware_timeout < 0:
-        raise CommandError(f"{args.file}: error: --aware-timeout must not be negative")
     params, shared = _parse_params(args.param), _parse_shared(args.shared)
     for warning in _musimd_params(args.file, kernel, params):
         print(f"{args.file}: {warning}", file=sys.stderr)
@@ -361,10 +361,9 @@ def _register_run_and_check(sub: argparse._SubParsersAction) -> None:
                           "auto: sync if the kernel has sync instructions, else ipdom "
                           "(PTX: sync and auto mean ipdom)")
     run.add_argument("--aware-timeout", type=int, default=AWARE_TIMEOUT, metavar="N",
-                     help="aware, μ-SIMD kernels: warp steps lanes wait at a "
-                          "reconvergence point before they go on without the others; 0: "
-                          f"they wait forever (default: {AWARE_TIMEOUT}, which PTX kernels "
-                          "always use)")
+                     help="aware: warp steps lanes wait at a reconvergence point before "
+                          "they go on without the others; 0: they wait forever "
+                          f"(default: {AWARE_TIMEOUT})")
     run.add_argument("--compare-reconvergence", action="store_true",
                      help="run the same launch under every policy and print a table")
     ptx = run.add_argument_group("PTX kernels")

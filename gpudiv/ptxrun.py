@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from gpudiv import ir
+from gpudiv.interp.policies import AWARE_TIMEOUT
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_launch import MAX_THREADS
 from gpudiv.interp.ptx_synthesis import pointer_params
@@ -261,7 +262,8 @@ def run_command(args, path: str, kernel: ir.Kernel) -> int:
         for warning in warnings:
             print(f"{path}: {warning}", file=sys.stderr)
         launch = PtxLaunch(grid, block, values, dynamic_shared=args.dynamic_shared,
-                           max_steps=args.max_steps, reconvergence=args.reconvergence)
+                           max_steps=args.max_steps, reconvergence=args.reconvergence,
+                           aware_timeout=getattr(args, "aware_timeout", AWARE_TIMEOUT) or None)
         trace: list | None = [] if args.trace else None
         if getattr(args, "compare_reconvergence", False):
             from gpudiv.api import compare_reconvergence  # the API sits to the right

@@ -11,6 +11,7 @@ import numpy as np
 from gpudiv import ir
 from gpudiv.interp import ptx_texture
 from gpudiv.interp.engine import has_marks
+from gpudiv.interp.policies import AWARE_TIMEOUT
 from gpudiv.interp.simt import (
     RECONVERGENCE_MODES,
     Counters,
@@ -82,9 +83,12 @@ class PtxLaunch:
     # texture and surface objects are arguments: `ptx_texture.Texture(array)`.
     textures: dict[str, np.ndarray | ptx_texture.Texture] = field(default_factory=dict)
     # The reconvergence policy (gpudiv.interp.simt): auto (ipdom, and the explicit
-    # reconvergence points of marked branches: `machine_policy`), ipdom, sync, frontier
-    # or mimd.
+    # reconvergence points of marked branches: `machine_policy`), ipdom, sync, frontier,
+    # mimd or aware.
     reconvergence: str = "auto"
+    # `aware`: warp steps that lanes wait at a reconvergence point before they go on
+    # without the others (AWARE's timed-out reconvergence); None: they wait forever.
+    aware_timeout: int | None = AWARE_TIMEOUT
     # The register that "tid" stands for in affine claims (gpudiv.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
@@ -159,6 +163,8 @@ def check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
         raise ValueError("dynamic_shared must not be negative")
     if launch.reconvergence not in RECONVERGENCE_MODES:
         raise ValueError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODES)}")
+    if launch.aware_timeout is not None and launch.aware_timeout < 1:
+        raise ValueError("aware_timeout must be at least 1 (None: no timeout)")
     names = set(kernel.params)
     for key in launch.args:
         if isinstance(key, str) and key not in names:

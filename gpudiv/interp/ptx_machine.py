@@ -212,7 +212,7 @@ class Machine:
         for block in self.kernel.blocks:
             start[block.label] = count
             count += len(block.instructions)
-        ipdom = reconvergence_pcs(self.kernel, start, count, self.policy == "marked")
+        ipdom = reconvergence_pcs(self.kernel, start, count, self.policy in ("marked", "aware"))
         renames, copies = self._hazards(self.kernel.instructions())
         ops: list[_Op] = []
         label: str | None = None
@@ -955,7 +955,7 @@ class Machine:
         self._set_block(index)
         tids = np.arange(self.threads, dtype=np.int64)
         warps = [Warp(w // WARP_SIZE, control_for(self.policy, tids[w:w + WARP_SIZE].copy(),
-                                                  self.counters))
+                                                  self.counters, self.launch.aware_timeout))
                  for w in range(0, self.threads, WARP_SIZE)]
         self.engine.run_block(warps)
 

@@ -517,14 +517,18 @@ def test_t10_aware_timed_out_reconvergence():
 
 
 def test_t10_cuda_spin_lock_finishes_on_aware():
-    """The CUDA Fig. 1 lock (-O3, a warp of 32): AWARE's default timeout rescues it, and
-    its divergent `__syncthreads()` (lanes that timed out reach it first) is supported."""
+    """The CUDA Fig. 1 lock (-O3, a warp of 32) on AWARE: a SIMT deadlock without a
+    timeout; with one it finishes like under mimd (sooner with a smaller timeout), its
+    divergent `__syncthreads()` (lanes that timed out reach it first) supported."""
     import numpy as np
 
     from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
     kernel = load(LOCKS.with_suffix(".O3.ptx")).kernel("spin_lock_fig1")
-    runs = [run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(1, np.int32)},
-                                             reconvergence=policy, max_steps=100_000))
-            for policy in ("mimd", "aware")]
-    (want,), (got,) = (run.buffers.values() for run in runs)
-    assert got.tolist() == want.tolist() == [32]
+    launch = PtxLaunch(args={0: np.zeros(1, np.int32)}, max_steps=100_000)
+    runs = [run_ptx_kernel(kernel, replace(launch, reconvergence=policy, aware_timeout=t))
+            for policy, t in (("mimd", None), ("aware", 100), ("aware", 1000))]
+    (want,), (fast,), (slow,) = (run.buffers.values() for run in runs)
+    assert fast.tolist() == slow.tolist() == want.tolist() == [32]
+    assert runs[1].counters.warp_instructions < runs[2].counters.warp_instructions
+    with pytest.raises(ExecutionError, match="SIMT deadlock"):  # no timeout: Fig. 1 hangs
+        run_ptx_kernel(kernel, replace(launch, reconvergence="aware", aware_timeout=None))
