@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_analysis import kernel_of_size  # noqa: E402
 
 from gpudiv.analyses import ANALYSES  # noqa: E402
-from gpudiv.frontend.musimd import parse_musimd  # noqa: E402
-from gpudiv.load import load  # noqa: E402
+from gpudiv.lang.load import load  # noqa: E402
+from gpudiv.lang.musimd.parse import parse_musimd  # noqa: E402
 
 VARIANTS = ("simple", "affine", "affine2")
 SAMPLES = Path(__file__).parents[1] / "samples" / "musimd"

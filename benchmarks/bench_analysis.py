@@ -1,7 +1,7 @@
 """Scaling of the analysis pipeline on random μ-SIMD kernels of N instructions.
 
 For each size, generates one structured random kernel (loops and branches included) of
-about N instructions with `gpudiv.randprog`, then times each stage: parse, CFG, SSA, facts,
+about N instructions with `gpudiv.verify.randprog`, then times each stage: parse, CFG, SSA, facts,
 clingo grounding and solving (cfg.lp + divergence.lp). Prints the median over repeats.
 
     python benchmarks/bench_analysis.py --sizes 100 1000 10000 --repeat 3 [--json]
@@ -16,13 +16,13 @@ import sys
 import time
 from collections.abc import Callable
 
-from gpudiv.cfg import build_cfg
-from gpudiv.facts import facts_text
-from gpudiv.frontend.musimd import parse_musimd
-from gpudiv.perf import paused_gc
-from gpudiv.randprog import random_program
-from gpudiv.solve import shipped_rule, solve
-from gpudiv.ssa import build_ssa
+from gpudiv.analyses.facts import facts_text
+from gpudiv.analyses.solve import shipped_rule, solve
+from gpudiv.ir.cfg import build_cfg
+from gpudiv.ir.perf import paused_gc
+from gpudiv.ir.ssa import build_ssa
+from gpudiv.lang.musimd.parse import parse_musimd
+from gpudiv.verify.randprog import random_program
 
 STAGES = ("parse", "cfg", "ssa", "facts", "ground", "solve")
 PADDING = ("v0 = v0 + 1", "v1 = v1 ^ tid", "v2 = v2 min n", "v3 = v3 * 3")
@@ -60,7 +60,7 @@ def kernel_of_size(seed: int, size: int) -> str:
 
 def _timed(fn: Callable, *args) -> tuple[object, float]:
     """Result of fn(*args) and the milliseconds it took, the cyclic GC paused as
-    `gpudiv.load` and the analysis drivers pause it (gpudiv.perf)."""
+    `gpudiv.lang.load` and the analysis drivers pause it (gpudiv.ir.perf)."""
     start = time.perf_counter()
     with paused_gc():
         value = fn(*args)

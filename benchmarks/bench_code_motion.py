@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from gpudiv import ir
-from gpudiv.corpus import collect_inputs
 from gpudiv.interp.musimd import ExecutionError, run_kernel
 from gpudiv.interp.ptx import run_ptx_kernel
-from gpudiv.load import load
+from gpudiv.lang.load import load
+from gpudiv.report.corpus import collect_inputs
 from gpudiv.verify.equivalence import launches_for
 from gpudiv.verify.transform_check import TransformError, transform
 

@@ -2,7 +2,7 @@
 
 Times the real command line (a fresh `python -m gpudiv.cli` process per run, start-up
 included) on two corpora: the bundled `samples/` folder and a folder of N random μ-SIMD
-programs (`gpudiv.randprog.random_program`, seeds 0…N-1, `--statements` statements each).
+programs (`gpudiv.verify.randprog.random_program`, seeds 0…N-1, `--statements` statements each).
 For each corpus it prints the median wall time of `analyze --format json` with `--jobs 1`
 and with `--jobs 2` (and the speed-up), and of `facts --format souffle` (input facts only)
 and `facts --derived simple` beside the analysis; then, on a copy of the corpus, the
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpudiv.randprog import random_program
+from gpudiv.verify.randprog import random_program
 
 ROOT = Path(__file__).resolve().parents[1]
 

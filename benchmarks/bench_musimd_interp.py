@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-from gpudiv.frontend.musimd import parse_musimd
 from gpudiv.interp.musimd import LaunchConfig, run_kernel
-from gpudiv.load import load
+from gpudiv.lang.load import load
+from gpudiv.lang.musimd.parse import parse_musimd
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
-from gpudiv.load import load
+from gpudiv.lang.load import load
 
 ROOT = Path(__file__).resolve().parents[1]
 

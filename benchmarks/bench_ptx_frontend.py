@@ -8,7 +8,7 @@ Four tables (progress on stderr):
 - analysis: load plus the analysis of every kernel of the samples, in instructions per
   second, with the share of parsing, lowering, CFG+SSA, facts, grounding, solving and the
   rest (building results from the solver's atoms);
-- scaling: generated PTX (`gpudiv.frontend.ptx_synth`) of growing size, as many kernels and
+- scaling: generated PTX (`gpudiv.lang.ptx.synth`) of growing size, as many kernels and
   as one long kernel: lines/s parsed and read, instructions/s analysed end to end;
 - memory: generated files of several megabytes, each read in a fresh process: time and
   peak resident memory (`resource.getrusage`).
@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
-from gpudiv.frontend.ptx import parse_ptx_timed
-from gpudiv.frontend.ptx_synth import synthetic_ptx
-from gpudiv.solve import RuleError
+from gpudiv.analyses.solve import RuleError
+from gpudiv.lang.ptx.parse import parse_ptx_timed
+from gpudiv.lang.ptx.synth import synthetic_ptx
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("parse", "lower", "ssa", "facts", "ground", "solve", "other")

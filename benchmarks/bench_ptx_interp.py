@@ -24,7 +24,7 @@ import numpy as np
 
 from gpudiv import api
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
-from gpudiv.load import load
+from gpudiv.lang.load import load
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = ROOT / "samples" / "cuda"

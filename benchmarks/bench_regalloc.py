@@ -28,9 +28,9 @@ from collections import Counter
 from pathlib import Path
 
 from gpudiv import ir
-from gpudiv.corpus import collect_inputs
-from gpudiv.load import load, parse_text
-from gpudiv.printers import print_program
+from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.printing import print_program
+from gpudiv.report.corpus import collect_inputs
 from gpudiv.transforms import PassError, Pipeline, get_pass
 from gpudiv.transforms.spill_rules import ALLOCATORS
 from gpudiv.verify.equivalence import compare_kernels, launches_for

@@ -53,11 +53,11 @@ DEFAULT_SIZES = (1000, 3000, 10_000, 30_000, 100_000, 200_000)
 def _once(text: str, analysis: str) -> dict:
     """Every stage's milliseconds on one kernel text, and its size."""
     from gpudiv.analyses import get_analysis
+    from gpudiv.analyses.findings import file_findings
     from gpudiv.api import analyze
-    from gpudiv.findings import file_findings
-    from gpudiv.frontend.ptx import parse_ptx_timed
-    from gpudiv.perf import paused_gc
-    from gpudiv.report import analysis_json
+    from gpudiv.ir.perf import paused_gc
+    from gpudiv.lang.ptx.parse import parse_ptx_timed
+    from gpudiv.report.documents import analysis_json
 
     get_analysis(analysis)
     with paused_gc():

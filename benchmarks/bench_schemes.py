@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 
 from gpudiv.analyses.structure import analyze_kernel
-from gpudiv.corpus import collect_inputs
 from gpudiv.interp.musimd import LaunchConfig
-from gpudiv.load import load
+from gpudiv.lang.load import load
+from gpudiv.report.corpus import collect_inputs
 from gpudiv.verify.schemes import compare_schemes, default_launches
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ import sys
 import time
 
 from gpudiv import ir
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 from gpudiv.transforms import get_pass
 from gpudiv.transforms.loads import build_load_model
 

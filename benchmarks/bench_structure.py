@@ -20,8 +20,8 @@ from pathlib import Path
 from gpudiv.analyses import get_analysis
 from gpudiv.analyses.structure import analyze_kernel
 from gpudiv.analyses.structure_rules import solve_kernel
-from gpudiv.corpus import collect_inputs
-from gpudiv.load import load
+from gpudiv.lang.load import load
+from gpudiv.report.corpus import collect_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -45,13 +45,13 @@ import time
 from pathlib import Path
 
 from gpudiv import api
-from gpudiv.corpus import collect_inputs
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig
-from gpudiv.load import load, parse_text
-from gpudiv.oracle import ptx_launches
-from gpudiv.printers import print_program
+from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.printing import print_program
+from gpudiv.report.corpus import collect_inputs
 from gpudiv.transforms import Pipeline
 from gpudiv.verify.equivalence import _first_difference, _memories, _run
+from gpudiv.verify.oracle import ptx_launches
 from gpudiv.verify.ssde_check import detections, hangs, ssde_launches
 
 ROOT = Path(__file__).parents[1]

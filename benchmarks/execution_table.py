@@ -20,9 +20,9 @@ from collections import Counter
 from pathlib import Path
 
 from gpudiv import api
-from gpudiv.corpus import collect_inputs
 from gpudiv.interp.ptx_synthesis import CHECK_SHAPES
-from gpudiv.oracle import DEFAULT_SHAPES
+from gpudiv.report.corpus import collect_inputs
+from gpudiv.verify.oracle import DEFAULT_SHAPES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,21 +22,21 @@ _LAZY = {
     "analyze_text": ("gpudiv.api", "analyze_text"),
     "check": ("gpudiv.api", "check"),
     "explain_motion": ("gpudiv.api", "explain_motion"),
-    "analyze_corpus": ("gpudiv.corpus", "analyze_paths"),
-    "export_facts": ("gpudiv.export", "export"),
-    "solve_rules": ("gpudiv.experiment", "run_rules"),
+    "analyze_corpus": ("gpudiv.report.corpus", "analyze_paths"),
+    "export_facts": ("gpudiv.report.export", "export"),
+    "solve_rules": ("gpudiv.report.experiment", "run_rules"),
     "transform": ("gpudiv.verify.transform_check", "transform"),
     "structure": ("gpudiv.analyses.structure", "analyze_file"),
-    "print_program": ("gpudiv.printers", "print_program"),
-    "Budget": ("gpudiv.solve", "Budget"),
+    "print_program": ("gpudiv.lang.printing", "print_program"),
+    "Budget": ("gpudiv.analyses.solve", "Budget"),
     "fuse": ("gpudiv.verify.host_check", "transform_host"),
-    "load_host": ("gpudiv.frontend.host", "load_host"),
+    "load_host": ("gpudiv.lang.host.parse", "load_host"),
     "run_host": ("gpudiv.verify.host_check", "run_host_file"),
 }
 
 # `load` is imported eagerly: the name must be the function even after something imports
-# the submodule `gpudiv.load` (the import system would otherwise bind the module here).
-from gpudiv.load import load  # noqa: E402
+# the submodule `gpudiv.lang.load` (the import system would otherwise bind the module here).
+from gpudiv.lang.load import load  # noqa: E402
 
 
 def __getattr__(name: str):

@@ -11,19 +11,19 @@ from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
 from gpudiv.analyses import deadlock as deadlock_analysis
 from gpudiv.analyses.deadlock import KernelDeadlocks, kernel_deadlocks, pragma_kernels
+from gpudiv.analyses.findings import Finding, deadlock_findings, file_findings
+from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.analyses.results import KernelResult
-from gpudiv.findings import Finding, deadlock_findings, file_findings
-from gpudiv.launch_shape import BlockShape, as_shape
-from gpudiv.load import load, parse_text
-from gpudiv.solve import RuleError, in_context
-from gpudiv.stack_slots import original
+from gpudiv.analyses.solve import RuleError, in_context
+from gpudiv.analyses.stack_slots import original
+from gpudiv.lang.load import load, parse_text
 
 if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel runs
     from gpudiv.interp.musimd import LaunchConfig
     from gpudiv.interp.ptx import PtxLaunch
     from gpudiv.interp.simt import Counters
-    from gpudiv.oracle import CheckReport
     from gpudiv.transforms.motion_explain import MotionExplanation
+    from gpudiv.verify.oracle import CheckReport
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
@@ -195,7 +195,7 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     from gpudiv.interp.musimd import reconvergence_for
     from gpudiv.interp.ptx import run_ptx_growing
     from gpudiv.interp.ptx_launch import machine_policy
-    from gpudiv.oracle import (
+    from gpudiv.verify.oracle import (
         CHECK_MAX_STEPS,
         CheckReport,
         check_kernel,

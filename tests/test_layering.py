@@ -1,9 +1,7 @@
 """Stages import only to their left: ir → lang → analyses → transforms → interp → verify
-→ report → cli (docs/design.md, "Layout"). The package is not yet split into one folder
-per stage, so the stage of each top-level module is listed here; modules of the stage
-folders that exist (`frontend/`, `printers/`, `analyses/`, `transforms/`, `interp/`,
-`verify/`) take their folder's stage. A top-level module not listed is not checked: add
-new ones to MODULES."""
+→ report → cli (docs/design.md, "Layout"). Every module of a stage folder (`gpudiv/ir/`,
+`gpudiv/lang/`, …) takes its folder's stage; the few modules at the top of the package are
+listed in MODULES, and a module that has no stage fails `test_every_module_has_a_stage`."""
 
 import ast
 import importlib.util
@@ -13,24 +11,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gpudiv"
 STAGES = ["ir", "lang", "analyses", "transforms", "interp", "verify", "report", "cli"]
-FOLDERS = {"frontend": "lang", "printers": "lang", "analyses": "analyses",
-           "transforms": "transforms", "interp": "interp", "verify": "verify"}
-MODULES = {
-    "ir": "ir", "hostir": "ir", "irverify": "ir",
-    "cfg": "ir", "ssa": "ir", "operators": "ir", "perf": "ir", "digraph": "ir",
-    "dominators": "ir",
-    "load": "lang",
-    "solve": "analyses", "facts": "analyses", "invariants": "analyses", "schema": "analyses",
-    "findings": "analyses",
-    "oracle": "verify", "randprog": "verify",
-    "api": "report", "report": "report", "sarif": "report", "htmlreport": "report",
-    "dot": "report", "export": "report", "corpus": "report", "experiment": "report",
-    "corpus_cache": "report",
-    "cli": "cli", "commands": "cli", "transform_cli": "cli", "structure_cli": "cli",
-    "fuse_cli": "cli",
-    "compare": "cli",
-    "explain": "cli", "ptxrun": "cli",
-}
+FOLDERS = {stage: stage for stage in STAGES}  # gpudiv/STAGE/ is STAGE
+MODULES = {"api": "report"}
 
 
 def stage_of(module: str) -> str | None:
@@ -38,7 +20,7 @@ def stage_of(module: str) -> str | None:
     parts = module.split(".")[1:]
     if not parts:
         return None
-    if parts[0] in FOLDERS and len(parts) > 1:
+    if parts[0] in FOLDERS:
         return FOLDERS[parts[0]]
     return MODULES.get(parts[0])
 
@@ -93,4 +75,9 @@ def test_a_later_import_is_caught(tmp_path):
     bad.write_text("from gpudiv import cli\nfrom gpudiv.interp.ptx import run_ptx_kernel\n")
     names = imported_modules(bad)
     assert {"gpudiv.cli", "gpudiv.interp.ptx"} <= names
-    assert STAGES.index(stage_of("gpudiv.cli")) > STAGES.index(stage_of("gpudiv.ssa"))
+    assert STAGES.index(stage_of("gpudiv.cli")) > STAGES.index(stage_of("gpudiv.ir.ssa"))
+
+
+def test_every_module_has_a_stage():
+    unplaced = [name for name, _ in modules() if name != "gpudiv" and stage_of(name) is None]
+    assert not unplaced, f"modules without a stage (move them into a stage folder): {unplaced}"

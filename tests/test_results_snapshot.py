@@ -44,8 +44,8 @@ def kernel_entry(kernel: dict) -> dict:
 def file_snapshot(path: str, analyses: tuple[str, ...] = ANALYSES) -> dict:
     """{analysis: {kernel: entry}} for one sample, read once, every analysis run on it."""
     from gpudiv.api import analyze
-    from gpudiv.load import load
-    from gpudiv.report import analysis_json
+    from gpudiv.lang.load import load
+    from gpudiv.report.documents import analysis_json
 
     program = load(path)
     result = {}

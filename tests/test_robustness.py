@@ -14,7 +14,7 @@ from gpudiv.cli import main
 from gpudiv.interp import musimd as musimd_interp
 from gpudiv.interp.musimd import LaunchConfig, run_kernel
 from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
-from gpudiv.load import LoadError, load
+from gpudiv.lang.load import LoadError, load
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTOR_OPS = str(ROOT / "samples" / "cuda" / "vector_ops.O3.ptx")
@@ -214,8 +214,8 @@ def test_compare_rule_variant_has_the_budget(capsys, exploding):
 
 
 def test_default_budget_applies_to_users_rules_in_the_api(monkeypatch, exploding):
-    from gpudiv import solve as solve_module
-    from gpudiv.experiment import run_rules
+    from gpudiv.analyses import solve as solve_module
+    from gpudiv.report.experiment import run_rules
 
     monkeypatch.setattr(solve_module, "DEFAULT_BUDGET", solve_module.Budget(1, 64))
     with pytest.raises(solve_module.RuleError, match="exploding.lp: error: grounding"):
@@ -223,8 +223,8 @@ def test_default_budget_applies_to_users_rules_in_the_api(monkeypatch, exploding
 
 
 def test_budgeted_run_gives_the_same_answer():
-    from gpudiv.experiment import run_rules
-    from gpudiv.solve import UNLIMITED
+    from gpudiv.analyses.solve import UNLIMITED
+    from gpudiv.report.experiment import run_rules
 
     rules = [ROOT / "samples" / "rules" / "memory_divergence.lp"]
     limited = run_rules(GATHER, rules)

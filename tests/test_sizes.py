@@ -14,10 +14,10 @@ import pytest
 
 from gpudiv.analyses import ANALYSES, driver
 from gpudiv.api import analyze, analyze_text
-from gpudiv.cfg import build_cfg, region_walk, region_work
 from gpudiv.cli import main
-from gpudiv.load import parse_text
-from gpudiv.ssa import build_ssa
+from gpudiv.ir.cfg import build_cfg, region_walk, region_work
+from gpudiv.ir.ssa import build_ssa
+from gpudiv.lang.load import parse_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from size_inputs import big_ptx, brx_switch, nested_ifs, straight_line  # noqa: E402

@@ -24,8 +24,8 @@ from gpudiv.analyses.results import (
     kernel_warnings,
 )
 from gpudiv.analyses.simple import HIDDEN_KINDS, _gates, first_reasons, joins_by_block
-from gpudiv.solve import Budget, SolveResult, shipped_rule
-from gpudiv.ssa import SSAForm
+from gpudiv.analyses.solve import Budget, SolveResult, shipped_rule
+from gpudiv.ir.ssa import SSAForm
 
 RULE_FILES = ("cfg.lp", "affine.lp")
 DEGREE_RULES = {1: (), 2: ("affine2.lp",)}
@@ -89,7 +89,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
 def analysis(name: str = "affine", degree: int = 1, options: Mapping[str, bool] | None = None,
              extra_rules: tuple[str, ...] = (), budget: Budget | None = None) -> Analysis:
     """An affine analysis as a driver (`Analysis.run` for many kernels at once); `budget`
-    limits the clingo runs (`gpudiv.solve.Budget`; default: only with `extra_rules`)."""
+    limits the clingo runs (`gpudiv.analyses.solve.Budget`; default: only with `extra_rules`)."""
     if degree not in DEGREE_RULES:
         raise ValueError(f"unsupported degree {degree} (1 or 2)")
     files = tuple(shipped_rule(f) for f in RULE_FILES + DEGREE_RULES[degree]) + extra_rules

@@ -7,8 +7,8 @@ until nothing changes. Because every transfer function is monotone and the latti
 finite height, the result is the maximal fixed point whatever the order of the worklist
 (`order_seed` shuffles it). It reads the SSA form directly, not the facts, and computes
 join points and divergent loop exits itself; it shares only the operator normalisation
-(`gpudiv.operators`), the rejoin points of the CFG and the invariant φs
-(`gpudiv.invariants`) with the fact generator. Used by the differential tests; shipped so
+(`gpudiv.ir.operators`), the rejoin points of the CFG and the invariant φs
+(`gpudiv.analyses.invariants`) with the fact generator. Used by the differential tests; shipped so
 that anyone can check a rule variant against it.
 """
 
@@ -19,12 +19,12 @@ from collections import deque
 from collections.abc import Mapping
 
 from gpudiv import ir
-from gpudiv.cfg import EXIT, ControlFlowGraph
-from gpudiv.facts import THREAD_ID_NAMES, back_edges, fits
-from gpudiv.invariants import invariant_values
-from gpudiv.launch_shape import BlockShape, derived_values, special_values
-from gpudiv.operators import integer_bits, normalise, zero_extended_bits
-from gpudiv.ssa import SSAForm, SSAVar
+from gpudiv.analyses.facts import THREAD_ID_NAMES, back_edges, fits
+from gpudiv.analyses.invariants import invariant_values
+from gpudiv.analyses.launch_shape import BlockShape, derived_values, special_values
+from gpudiv.ir.cfg import EXIT, ControlFlowGraph
+from gpudiv.ir.operators import integer_bits, normalise, zero_extended_bits
+from gpudiv.ir.ssa import SSAForm, SSAVar
 
 
 class _Top:

@@ -15,8 +15,8 @@ from gpudiv import ir
 from gpudiv.analyses import affine
 from gpudiv.analyses.driver import Analysis
 from gpudiv.analyses.results import KernelResult
-from gpudiv.cfg import EXIT
-from gpudiv.solve import shipped_rule
+from gpudiv.analyses.solve import shipped_rule
+from gpudiv.ir.cfg import EXIT
 
 RULE_FILE = "deadlock.lp"
 

@@ -4,7 +4,7 @@ An analysis is its rule files, the option facts it adds, and a function that tur
 solved atoms of one kernel into a `KernelResult`. `Analysis.run` analyses all kernels of a
 file in as few clingo runs as possible: each kernel's facts get their own namespace and up
 to `JOINT_FACTS_LIMIT` characters of facts are grounded and solved together
-(`gpudiv.solve.solve_together`). A clingo run has a fixed cost of several milliseconds
+(`gpudiv.analyses.solve.solve_together`). A clingo run has a fixed cost of several milliseconds
 (loading and grounding the rule files, statistics, freeing), which dominated the analysis
 of PTX files with many small kernels. Kernels that cannot share a run are solved one by
 one: with a user's rule file, a name containing the namespace mark, atoms that name no
@@ -21,13 +21,11 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from gpudiv import ir
+from gpudiv.analyses.facts import RELATIONS, facts_text
 from gpudiv.analyses.isolation import each_in_child
+from gpudiv.analyses.launch_shape import BlockShape, kernel_shape
 from gpudiv.analyses.results import KernelResult
-from gpudiv.cfg import build_cfg, region_walk, region_work
-from gpudiv.facts import RELATIONS, facts_text
-from gpudiv.launch_shape import BlockShape, kernel_shape
-from gpudiv.perf import paused_gc
-from gpudiv.solve import (
+from gpudiv.analyses.solve import (
     NAMESPACE_MARK,
     Budget,
     NotSeparable,
@@ -38,8 +36,10 @@ from gpudiv.solve import (
     solve,
     solve_together,
 )
-from gpudiv.ssa import SSAForm, build_ssa
-from gpudiv.stack_slots import promote_ssa
+from gpudiv.analyses.stack_slots import promote_ssa
+from gpudiv.ir.cfg import build_cfg, region_walk, region_work
+from gpudiv.ir.perf import paused_gc
+from gpudiv.ir.ssa import SSAForm, build_ssa
 
 # Characters of facts grounded in one clingo run: large enough that the fixed cost of a run
 # is spread over many kernels, small enough that a huge file never becomes one huge ground
@@ -107,7 +107,7 @@ def prepare_within_limits(kernel: ir.Kernel) -> tuple[SSAForm, float] | SizeLimi
 
 def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
     """CFG and SSA of a kernel, and the milliseconds it took. Stack-frame slots that can
-    be promoted become variables (`gpudiv.stack_slots`): the SSA is then that of the
+    be promoted become variables (`gpudiv.analyses.stack_slots`): the SSA is then that of the
     promoted copy, whose `attrs["unpromoted"]` is the kernel as written."""
     start = time.perf_counter()
     with paused_gc():
@@ -131,7 +131,7 @@ _APPLIED_NAME = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 def input_relations_read(rule_files: tuple[Path | str, ...]) -> frozenset[str] | None:
-    """The input relations (`gpudiv.facts.RELATIONS`) whose names occur in the rule files,
+    """The input relations (`gpudiv.analyses.facts.RELATIONS`) whose names occur in the rule files,
     or None (all of them) when a file includes others or cannot be read.
 
     Facts of relations no rule mentions cannot change an answer set; leaving them out
@@ -182,7 +182,7 @@ class Analysis:
     rule_files: tuple[Path | str, ...]
     build: BuildResult
     extra: str = ""
-    # Limits on clingo runs (None: gpudiv.solve's default, which limits only users' rules).
+    # Limits on clingo runs (None: gpudiv.analyses.solve's default, which limits only users' rules).
     budget: Budget | None = None
 
     @cached_property

@@ -1,6 +1,6 @@
 """Work in a forked child process under a deadline, its results streamed back through a pipe.
 
-The one place where gpudiv forks: `gpudiv.solve` grounds and solves a user's rules in a
+The one place where gpudiv forks: `gpudiv.analyses.solve` grounds and solves a user's rules in a
 child with a time and memory budget, and `gpudiv.analyses.isolation` analyses kernels one
 by one under `--kernel-timeout`. The child (`os.fork`, so it shares the parent's loaded
 rules and IR) computes items `start, start + 1, …` in order and writes each outcome as

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gpudiv.analyses.forked import can_fork, run_in_child
-from gpudiv.solve import RuleError
+from gpudiv.analyses.solve import RuleError
 
 T = TypeVar("T")
 

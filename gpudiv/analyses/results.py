@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudiv import ir
-from gpudiv.launch_shape import BlockShape
-from gpudiv.ssa import SSAForm
+from gpudiv.analyses.launch_shape import BlockShape
+from gpudiv.ir.ssa import SSAForm
 
 CLASSES = ("constant", "uniform", "constaffine", "affine", "divergent")
 

@@ -15,9 +15,9 @@ from gpudiv.analyses.results import (
     branch_results,
     kernel_warnings,
 )
-from gpudiv.cfg import Rejoin
-from gpudiv.solve import SolveResult, shipped_rule
-from gpudiv.ssa import SSAForm, SSAVar
+from gpudiv.analyses.solve import SolveResult, shipped_rule
+from gpudiv.ir.cfg import Rejoin
+from gpudiv.ir.ssa import SSAForm, SSAVar
 
 RULE_FILES = ("cfg.lp", "divergence.lp")
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import networkx as nx
 
 from gpudiv import ir
-from gpudiv.cfg import EXIT, successor_labels
-from gpudiv.load import LoadError, load
+from gpudiv.ir.cfg import EXIT, successor_labels
+from gpudiv.lang.load import LoadError, load
 
 CUT, BACKWARD_COPY, FORWARD_COPY = "cut", "backward_copy", "forward_copy"
 KINDS = (CUT, FORWARD_COPY, BACKWARD_COPY)

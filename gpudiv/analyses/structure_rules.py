@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpudiv import ir
+from gpudiv.analyses.facts import graph_facts
+from gpudiv.analyses.solve import shipped_rule, solve
 from gpudiv.analyses.structure import BACKWARD_COPY, CUT, FORWARD_COPY, KernelStructure
-from gpudiv.cfg import build_cfg
-from gpudiv.facts import graph_facts
-from gpudiv.solve import shipped_rule, solve
+from gpudiv.ir.cfg import build_cfg
 
 RULE_FILE = "structure.lp"
 

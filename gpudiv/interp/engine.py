@@ -30,7 +30,6 @@ from typing import Protocol
 
 import numpy as np
 
-from gpudiv import cfg as cfg_module
 from gpudiv import ir
 from gpudiv.interp.policies import PolicyFault
 from gpudiv.interp.simt import (
@@ -42,6 +41,7 @@ from gpudiv.interp.simt import (
     deadlock_message,
     fingerprint,
 )
+from gpudiv.ir import cfg as cfg_module
 
 # Control codes of a prepared instruction.
 EXEC, BRANCH, JUMP, SYNC, STOP, BARRIER, NOP, FAIL = range(8)

@@ -1,4 +1,4 @@
-"""The host-program interpreter: runs a `gpudiv.hostir.HostProgram` statement by
+"""The host-program interpreter: runs a `gpudiv.ir.host.HostProgram` statement by
 statement and each launch on the SIMD interpreters (README "Host programs and kernel
 fusion").
 
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpudiv import hostir as h
 from gpudiv import ir
-from gpudiv.frontend.host import IMPLICIT_PARAMS, explicit_params
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel, wrap
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+from gpudiv.ir import host as h
+from gpudiv.lang.host.parse import IMPLICIT_PARAMS, explicit_params
 
 BUFFER_STRIDE = 1 << 20
 MAX_BUFFER_WORDS = BUFFER_STRIDE

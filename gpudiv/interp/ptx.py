@@ -1,8 +1,8 @@
 """Reference interpreter for PTX kernels: runs the lowered IR on NumPy lanes.
 
-It executes exactly the instructions `gpudiv.frontend.ptx` produced (guards as selects,
+It executes exactly the instructions `gpudiv.lang.ptx.parse` produced (guards as selects,
 split vectors, inlined `.func` calls), so every executed instruction has the index that
-SSA, facts and the oracle use, and `gpudiv.oracle.ClaimObserver` works unchanged through
+SSA, facts and the oracle use, and `gpudiv.verify.oracle.ClaimObserver` works unchanged through
 the `Observer` protocol of the μ-SIMD interpreter. What the lowering does not show the
 analyses (address displacements, vector elements, register types, symbol layouts, the
 operands of `vote`/`activemask`) comes from `Instruction.attrs` and `Kernel.attrs`.

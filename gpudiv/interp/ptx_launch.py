@@ -89,7 +89,7 @@ class PtxLaunch:
     # `aware`: warp steps that lanes wait at a reconvergence point before they go on
     # without the others (AWARE's timed-out reconvergence); None: they wait forever.
     aware_timeout: int | None = AWARE_TIMEOUT
-    # The register that "tid" stands for in affine claims (gpudiv.oracle.ClaimObserver).
+    # The register that "tid" stands for in affine claims (gpudiv.verify.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
     @property

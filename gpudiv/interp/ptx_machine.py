@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudiv import ir
-from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
 from gpudiv.interp import ptx_texture
 from gpudiv.interp.engine import (
     BARRIER,
@@ -60,6 +59,7 @@ from gpudiv.interp.ptx_registers import (
     storage_bits,
 )
 from gpudiv.interp.simt import Counters
+from gpudiv.lang.ptx.types import TYPE_NAMES as _TYPE_NAMES
 
 
 @dataclass

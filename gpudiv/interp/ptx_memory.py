@@ -10,11 +10,11 @@ import struct
 import numpy as np
 
 from gpudiv import ir
-from gpudiv.frontend.ptx import _float_bits
-from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
 from gpudiv.interp import ptx_texture
 from gpudiv.interp.ptx_launch import PtxLaunch
 from gpudiv.interp.ptx_ops import Unsupported, bits, constant, dtype, kind, unsigned
+from gpudiv.lang.ptx.parse import _float_bits
+from gpudiv.lang.ptx.types import TYPE_NAMES as _TYPE_NAMES
 
 GLOBAL_BASE = 0x1000_0000
 SHARED_WINDOW = 0x0100_0000

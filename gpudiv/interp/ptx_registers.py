@@ -8,9 +8,9 @@ from collections.abc import Callable
 import numpy as np
 
 from gpudiv import ir
-from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
-from gpudiv.frontend.ptx_types import guess_type as _guess_type
 from gpudiv.interp.ptx_ops import bits, canonical, dtype, kind, signed, unsigned
+from gpudiv.lang.ptx.types import TYPE_NAMES as _TYPE_NAMES
+from gpudiv.lang.ptx.types import guess_type as _guess_type
 
 STORAGE = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpudiv import ir
-from gpudiv.frontend.ptx_types import TYPE_NAMES as _TYPE_NAMES
 from gpudiv.interp import ptx_texture
 from gpudiv.interp.ptx_launch import PtxLaunch
 from gpudiv.interp.ptx_ops import bits, canonical, dtype, kind
+from gpudiv.lang.ptx.types import TYPE_NAMES as _TYPE_NAMES
 
 # (grid, block, buffer fill): one block of one warp, a partial last warp over two blocks,
 # 2-D blocks on a 2-D grid, three full-warp blocks, a 3-D block with a partial warp.

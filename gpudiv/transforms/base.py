@@ -19,7 +19,7 @@ from typing import ClassVar
 from gpudiv import ir
 from gpudiv.analyses import get_analysis
 from gpudiv.analyses.results import KernelResult
-from gpudiv.solve import RuleError
+from gpudiv.analyses.solve import RuleError
 from gpudiv.transforms.builder import clone_program
 
 

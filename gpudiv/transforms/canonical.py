@@ -1,6 +1,6 @@
 """The canonicalization passes of PTX: the forms the analyses read, as explicit steps.
 
-`gpudiv.load` reads PTX in canonical form (both steps applied while reading); a program
+`gpudiv.lang.load` reads PTX in canonical form (both steps applied while reading); a program
 read with `load(path, canonical=False)` keeps what PTX says, calls as calls and guarded
 definitions as guarded instructions, and these passes make it canonical:
 
@@ -9,19 +9,19 @@ definitions as guarded instructions, and these passes make it canonical:
   registers). The kernel is lowered again from its PTX with inlining on, so `inline`
   must come before any pass that changes the kernel (it fails clearly otherwise).
 - `guard-to-select`: a guarded definition `@p d = op …` becomes the speculated
-  computation `d@gN = op …` and `d = select(p, d@gN, d)` (gpudiv.frontend.ptx_guards).
+  computation `d@gN = op …` and `d = select(p, d@gN, d)` (gpudiv.lang.ptx.guards).
   A group that was unchanged before stays printable as its PTX instruction.
 
 `inline` then `guard-to-select` on a program read with `canonical=False` gives the
-program `load` gives (structurally equal, `gpudiv.printers.compare.first_difference`).
+program `load` gives (structurally equal, `gpudiv.lang.compare.first_difference`).
 On a canonical program both passes change nothing.
 """
 
 from __future__ import annotations
 
 from gpudiv import ir
-from gpudiv.frontend.ptx import inline_calls
-from gpudiv.frontend.ptx_guards import guard_to_select
+from gpudiv.lang.ptx.guards import guard_to_select
+from gpudiv.lang.ptx.parse import inline_calls
 from gpudiv.transforms.base import Pass, PassError, register
 
 

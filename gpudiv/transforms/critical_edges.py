@@ -10,7 +10,7 @@ each such edge with `Rewriter.split_edge`. Executions only gain jumps.
 from __future__ import annotations
 
 from gpudiv import ir
-from gpudiv.cfg import EXIT, successor_labels
+from gpudiv.ir.cfg import EXIT, successor_labels
 from gpudiv.transforms.base import Pass, register
 from gpudiv.transforms.builder import Rewriter
 

@@ -12,7 +12,7 @@ code on a loop's exit.
 from __future__ import annotations
 
 from gpudiv import ir
-from gpudiv.cfg import build_cfg
+from gpudiv.ir.cfg import build_cfg
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter
 

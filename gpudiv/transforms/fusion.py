@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpudiv import hostir as h
 from gpudiv import ir
-from gpudiv.frontend.host import IMPLICIT_PARAMS, explicit_params, pointer_params
-from gpudiv.load import parse_text
+from gpudiv.ir import host as h
+from gpudiv.lang.host.parse import IMPLICIT_PARAMS, explicit_params, pointer_params
+from gpudiv.lang.load import parse_text
 from gpudiv.transforms.builder import clone_kernel
 from gpudiv.transforms.ptx_fusion import PtxFusionError, fuse_ptx, module_header
 

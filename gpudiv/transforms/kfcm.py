@@ -1,6 +1,6 @@
 """KFCM and KF_trad on host programs (Fukuhara 2023 ch. 5; shared/notes §5, §5.6).
 
-The host CFG has one statement per node (`gpudiv.hostir`); its critical edges are split
+The host CFG has one statement per node (`gpudiv.ir.host`); its critical edges are split
 with empty nodes before every analysis (§5.6 item 4). Python computes the local
 predicates — `launch/2` and the kill set `transp/2` of §5.6 item 6 — and which pairs of
 launches may not fuse (`refused/2`, `gpudiv.transforms.fusion`); rules/bkf.lp,
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpudiv import hostir as h
 from gpudiv import ir
-from gpudiv.solve import RuleError, shipped_rule, solve
+from gpudiv.analyses.solve import RuleError, shipped_rule, solve
+from gpudiv.ir import host as h
 from gpudiv.transforms.base import PassError
 from gpudiv.transforms.fusion import fuse, fusion_problem
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpudiv import ir
-from gpudiv.solve import RuleError, shipped_rule, solve
+from gpudiv.analyses.solve import RuleError, shipped_rule, solve
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.coalesce import coalesce_new

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudiv import ir
-from gpudiv.cfg import EXIT, successor_labels
-from gpudiv.solve import RuleError, shipped_rule, solve
+from gpudiv.analyses.solve import RuleError, shipped_rule, solve
+from gpudiv.ir.cfg import EXIT, successor_labels
 
 RULES = ("liveness.lp", "interference.lp")
 

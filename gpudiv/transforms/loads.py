@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpudiv import ir
-from gpudiv.cfg import EXIT, branch_region, build_cfg, successor_labels
+from gpudiv.ir.cfg import EXIT, branch_region, build_cfg, successor_labels
 from gpudiv.transforms import traits
 
 Form = tuple  # (space, base operand (ir.Var or ir.Special) or None, offset, opcode)
@@ -261,7 +261,7 @@ def load_facts(model: LoadModel, cdrnd: set[str], divergent: set[str],
 def reconvergence_kills(kernel: ir.Kernel, model: LoadModel, divergent: set[str]) -> None:
     """Kill, at the first statement of the reconvergence point (immediate
     post-dominator) of each divergent branch, the forms of every space written inside
-    the branch's region (`gpudiv.cfg.branch_region`): the lanes on the other side ran
+    the branch's region (`gpudiv.ir.cfg.branch_region`): the lanes on the other side ran
     those writes while a lane waited, between its earlier load and a later one (SIMT
     lock-step; a store by another warp without a barrier in between is a data race,
     which the model assumes away). The branch statement of such a region gets

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from gpudiv import ir
-from gpudiv.cfg import EXIT, successor_labels
+from gpudiv.ir.cfg import EXIT, successor_labels
 from gpudiv.transforms import traits
 
 Key = tuple  # (operator, args, dest type)

@@ -31,8 +31,8 @@ import re
 from collections import Counter
 
 from gpudiv import ir
-from gpudiv.printers import PrintError
-from gpudiv.printers.musimd import instruction_text
+from gpudiv.lang.musimd.printer import instruction_text
+from gpudiv.lang.printing import PrintError
 from gpudiv.transforms import traits
 from gpudiv.transforms.base import Pass, PassError, kernel_language, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel

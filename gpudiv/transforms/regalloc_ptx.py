@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 
 from gpudiv import ir
 from gpudiv.analyses.results import KernelResult
-from gpudiv.frontend.ptx import parse_ptx
-from gpudiv.frontend.ptx_forms import PInstr
-from gpudiv.printers import PrintError
-from gpudiv.printers.ptx import instruction_text, print_kernel, print_ptx
+from gpudiv.lang.printing import PrintError
+from gpudiv.lang.ptx.forms import PInstr
+from gpudiv.lang.ptx.parse import parse_ptx
+from gpudiv.lang.ptx.printer import instruction_text, print_kernel, print_ptx
 from gpudiv.transforms.linear_scan import Assignment, Interval, intervals, scan
 from gpudiv.transforms.liveness import LivenessError, liveness
 from gpudiv.transforms.spill_rules import (

@@ -24,9 +24,9 @@ from typing import ClassVar
 import networkx as nx
 
 from gpudiv import ir
-from gpudiv.cfg import EXIT, successor_labels
-from gpudiv.dominators import immediate_dominators
-from gpudiv.solve import RuleError, shipped_rule, solve
+from gpudiv.analyses.solve import RuleError, shipped_rule, solve
+from gpudiv.ir.cfg import EXIT, successor_labels
+from gpudiv.ir.dominators import immediate_dominators
 from gpudiv.transforms import traits
 from gpudiv.transforms.base import Pass, PassError, kernel_language, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel

@@ -34,8 +34,8 @@ from pathlib import Path
 from gpudiv import ir
 from gpudiv.analyses import deadlock
 from gpudiv.analyses.results import KernelResult
-from gpudiv.cfg import EXIT, build_cfg, reconvergence_points, successor_labels
-from gpudiv.solve import RuleError
+from gpudiv.analyses.solve import RuleError
+from gpudiv.ir.cfg import EXIT, build_cfg, reconvergence_points, successor_labels
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, flag_type, set_flag
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudiv import ir
+from gpudiv.analyses.launch_shape import declared_shape
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
 from gpudiv.interp.ptx import run_ptx_kernel
-from gpudiv.launch_shape import declared_shape
-from gpudiv.oracle import ptx_launches, random_launches
+from gpudiv.verify.oracle import ptx_launches, random_launches
 
 VERIFIED, DIFFERS, NOT_EXECUTED = "verified", "differs", "not-executed"
 

@@ -9,10 +9,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpudiv import hostir as h
-from gpudiv.frontend.host import load_host
 from gpudiv.interp.host import HostCounters, HostRun, HostRunError, input_sets, run_host
-from gpudiv.printers.host import print_fused, print_host
+from gpudiv.ir import host as h
+from gpudiv.lang.host.parse import load_host
+from gpudiv.lang.host.printer import print_fused, print_host
 from gpudiv.transforms.base import PassError
 from gpudiv.transforms.kfcm import PASSES, FusionResult
 from gpudiv.transforms.ptx_fusion import entry_text, module_header

@@ -15,10 +15,9 @@ from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
 from gpudiv.analyses.results import KernelResult
 from gpudiv.interp.ptx import run_ptx_kernel
-from gpudiv.irverify import verify_kernel
-from gpudiv.load import load, parse_text
-from gpudiv.oracle import check_kernel, ptx_launches, random_launches
-from gpudiv.printers import PrintError, print_program
+from gpudiv.ir.verify import verify_kernel
+from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.printing import PrintError, print_program
 from gpudiv.transforms import Pass, PassError, Pipeline
 from gpudiv.verify.equivalence import (
     DIFFERS,
@@ -27,6 +26,7 @@ from gpudiv.verify.equivalence import (
     compare_kernels,
     launches_for,
 )
+from gpudiv.verify.oracle import check_kernel, ptx_launches, random_launches
 from gpudiv.verify.spill_cost import profile
 from gpudiv.verify.ssde_check import check_ssde
 
@@ -135,7 +135,7 @@ def transform(source: str | Path | ir.Program, passes: str | list[Pass],
     """Run the passes (`"p1,p2"` or Pass objects; `options`: pass name → options) over
     a file's kernels (only `kernel` when given) and print the result; with `verify`,
     compare runs under the `reconvergence` policy and re-check claims. `canonical=False`
-    reads PTX as written (`gpudiv.load.parse_text`); the runs then start from the
+    reads PTX as written (`gpudiv.lang.load.parse_text`); the runs then start from the
     canonical reading of the same file, the form the interpreter executes."""
     program = source if isinstance(source, ir.Program) else load(source, canonical=canonical)
     where = f"{program.path}:1:1: error:"

@@ -11,9 +11,9 @@ import pytest
 
 from gpudiv.analyses import DEFAULT_ANALYSIS, affine, affine2
 from gpudiv.cli import main
-from gpudiv.explain import explain
-from gpudiv.load import load, parse_text
-from gpudiv.operators import normalise_ptx
+from gpudiv.cli.explain import explain
+from gpudiv.ir.operators import normalise_ptx
+from gpudiv.lang.load import load, parse_text
 
 ROOT = Path(__file__).parents[2]
 SAMPLES = ROOT / "samples" / "musimd"

@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 from gpudiv.analyses import affine, simple
 from gpudiv.analyses.affine_reference import solve_reference
+from gpudiv.analyses.solve import shipped_rule
 from gpudiv.interp.musimd import ExecutionError, run_kernel
-from gpudiv.load import parse_text
-from gpudiv.oracle import ClaimObserver, random_launches
-from gpudiv.randprog import random_program
-from gpudiv.solve import shipped_rule
+from gpudiv.lang.load import parse_text
+from gpudiv.verify.oracle import ClaimObserver, random_launches
+from gpudiv.verify.randprog import random_program
 
 SHAPES = ((7, 4), (45, 32))  # a partial warp of 4, and two warps of 32 (one partial)
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
@@ -37,7 +37,7 @@ COMPARED = {"programs": 0, "variables": 0}
 
 
 # ---------------------------------------------------------------------------------------
-# Random kernels rich in affine arithmetic. `gpudiv.randprog` programs mostly mix thread
+# Random kernels rich in affine arithmetic. `gpudiv.verify.randprog` programs mostly mix thread
 # ids through non-linear operators, so few of their values keep known tid coefficients.
 # These kernels compute with +, −, ×, <<, unary minus and comparisons on tid, parameters
 # and literals (some at the edge of the 2^30 bound), branch on affine comparisons, run

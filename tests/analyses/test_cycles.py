@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from gpudiv.api import analyze, analyze_text
-from gpudiv.cfg import build_cfg
-from gpudiv.frontend.musimd import parse_musimd
-from gpudiv.oracle import check_kernel, random_launches
+from gpudiv.ir.cfg import build_cfg
+from gpudiv.lang.musimd.parse import parse_musimd
+from gpudiv.verify.oracle import check_kernel, random_launches
 
 ROOT = Path(__file__).parents[2] / "samples"
 SHAPES = ((4, 4), (7, 4), (32, 32), (45, 32))

@@ -16,7 +16,7 @@ from gpudiv import api
 from gpudiv.analyses.deadlock import pragma_kernels
 from gpudiv.cli import main
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
-from gpudiv.load import load
+from gpudiv.lang.load import load
 
 SAMPLES = Path(__file__).parents[2] / "samples"
 GOLDEN = sorted((SAMPLES / "musimd").glob("deadlock_*.musimd"))
@@ -162,7 +162,7 @@ def test_control_dependence_and_phi_bring_a_read_into_the_slice():
 def test_uniform_exit_switch_reproduces_the_paper():
     """With dl_off("uniform_exit") (the paper's detector) T7 is reported."""
     from gpudiv.analyses import affine
-    from gpudiv.solve import shipped_rule
+    from gpudiv.analyses.solve import shipped_rule
 
     driver = affine.analysis("d", 2, extra_rules=(shipped_rule("deadlock.lp"),))
     driver = type(driver)(driver.name, driver.rule_files, driver.build,

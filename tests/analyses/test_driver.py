@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from gpudiv.analyses import ANALYSES, affine, driver, simple
 from gpudiv.analyses.driver import input_relations_read, prepare
-from gpudiv.facts import RELATIONS, facts_text
-from gpudiv.launch_shape import kernel_shape
-from gpudiv.load import load, parse_text
-from gpudiv.randprog import random_program
-from gpudiv.solve import RuleError, solve
+from gpudiv.analyses.facts import RELATIONS, facts_text
+from gpudiv.analyses.launch_shape import kernel_shape
+from gpudiv.analyses.solve import RuleError, solve
+from gpudiv.lang.load import load, parse_text
+from gpudiv.verify.randprog import random_program
 
 SAMPLES = Path(__file__).parents[2] / "samples"
 PTX_FILES = sorted(SAMPLES.glob("cuda/*.ptx")) + sorted(SAMPLES.glob("ptx_legacy/*.ptx"))

@@ -2,7 +2,7 @@
 
 A lane that traps (the whole launch aborts) or leaves with `exit` never meets its warp
 again. gpudiv bounds the region of a branch at `sync_ipdom`, its immediate post-dominator
-once the paths that can only end in such an abort are left out (gpudiv.cfg), so a branch
+once the paths that can only end in such an abort are left out (gpudiv.ir.cfg), so a branch
 that sends some lanes out of the kernel neither makes later blocks joins nor makes its
 loops' exits divergent. A value read in a doomed block (one whose every path aborts) is
 still gated by the immediate post-dominator itself: the lanes reading it there may have
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpudiv.api import analyze, check
-from gpudiv.cfg import EXIT
+from gpudiv.ir.cfg import EXIT
 
 SAMPLES = Path(__file__).parents[2] / "samples"
 ANALYSES = ("simple", "affine", "affine2")

@@ -5,7 +5,7 @@ import time
 
 from gpudiv.analyses.isolation import KernelCrash, KernelTimeout, each_in_child
 from gpudiv.api import analyze, analyze_text
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 
 
 def _work(i: int):

@@ -7,7 +7,7 @@ kernel parameter. No analysis may call the destination uniform, except for the f
 opcodes whose result is the same in every lane by their semantics (warp votes and
 reductions, block reductions: `UNIFORM_RESULT`), which must stay uniform. Literal
 operands are probed separately (`LITERAL_FORMS`), where the analyses fold them.
-The tables cover every opcode root of `gpudiv.frontend.ptx`; a root added there without a
+The tables cover every opcode root of `gpudiv.lang.ptx.parse`; a root added there without a
 form here fails `test_every_opcode_root_has_a_form`.
 """
 
@@ -18,11 +18,11 @@ import pytest
 
 from gpudiv.analyses import affine, affine2
 from gpudiv.analyses.affine_reference import solve_reference
+from gpudiv.analyses.solve import shipped_rule
 from gpudiv.api import analyze, analyze_text, check
-from gpudiv.frontend import ptx as front
-from gpudiv.load import parse_text
-from gpudiv.operators import normalise_ptx
-from gpudiv.solve import shipped_rule
+from gpudiv.ir.operators import normalise_ptx
+from gpudiv.lang.load import parse_text
+from gpudiv.lang.ptx import parse as front
 
 ANALYSES = ("simple", "affine", "affine2")
 
@@ -148,7 +148,7 @@ GUARDED_FORMS = [
 ]
 
 # Forms whose result is the same in every active lane whatever the operands: warp votes,
-# warp reductions and block-wide barrier reductions (gpudiv.frontend.ptx,
+# warp reductions and block-wide barrier reductions (gpudiv.lang.ptx.parse,
 # UNIFORM_COLLECTIVE_ROOTS; the simple analysis' documented choice).
 UNIFORM_RESULT = [
     "vote.sync.all.pred %p3, {p}, -1;", "vote.sync.any.pred %p3, {p}, -1;",

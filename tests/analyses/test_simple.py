@@ -6,7 +6,7 @@ import pytest
 
 from gpudiv import api
 from gpudiv.analyses.simple import analyze_kernel
-from gpudiv.load import load, parse_text
+from gpudiv.lang.load import load, parse_text
 
 SAMPLES = Path(__file__).parents[2] / "samples" / "musimd"
 

@@ -17,7 +17,7 @@ from gpudiv.analyses.structure import (
     summarize,
 )
 from gpudiv.cli import main
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 FIG1 = SAMPLES / "musimd" / "wu_fig1_short_circuit.musimd"

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from gpudiv.analyses.structure import analyze_kernel
 from gpudiv.analyses.structure_rules import compare, solve_kernel
-from gpudiv.load import load, parse_text
-from gpudiv.randprog import random_program
+from gpudiv.lang.load import load, parse_text
+from gpudiv.verify.randprog import random_program
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 MUSIMD = sorted((SAMPLES / "musimd").glob("*.musimd"))

@@ -14,13 +14,13 @@ import pytest
 
 from gpudiv.analyses import affine, affine2, simple
 from gpudiv.analyses.affine_reference import solve_reference
+from gpudiv.analyses.facts import kernel_facts
 from gpudiv.api import analyze
-from gpudiv.cfg import build_cfg
 from gpudiv.cli import main
-from gpudiv.explain import explain
-from gpudiv.facts import kernel_facts
-from gpudiv.load import load, parse_text
-from gpudiv.ssa import build_ssa
+from gpudiv.cli.explain import explain
+from gpudiv.ir.cfg import build_cfg
+from gpudiv.ir.ssa import build_ssa
+from gpudiv.lang.load import load, parse_text
 
 ROOT = Path(__file__).parents[2]
 PTX_SAMPLE = ROOT / "samples" / "ptx" / "texture_object_coords.ptx"

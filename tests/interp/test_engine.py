@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from gpudiv import ir
-from gpudiv.frontend.musimd import parse_musimd
-from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp.engine import has_marks, reconvergence_pcs
 from gpudiv.interp.musimd import LaunchConfig, reconvergence_for, run_kernel
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_launch import machine_policy
 from gpudiv.interp.simt import DeadlockError
-from gpudiv.printers.musimd import print_musimd
-from gpudiv.printers.ptx import print_ptx
+from gpudiv.lang.musimd.parse import parse_musimd
+from gpudiv.lang.musimd.printer import print_musimd
+from gpudiv.lang.ptx.parse import parse_ptx
+from gpudiv.lang.ptx.printer import print_ptx
 
 ROOT = Path(__file__).resolve().parents[2] / "samples"
 SPIN = (ROOT / "musimd" / "spin_lock.musimd").read_text()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from gpudiv.interp.float_rounding import round_rational
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_ops import OpSpec, Unsupported, assign_semantics
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 
 # Overflow to infinity and NaN from infinities are expected here, not warnings to show.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

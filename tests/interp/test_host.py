@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiv.frontend.host import parse_host
 from gpudiv.interp.host import HostRunError, run_host
+from gpudiv.lang.host.parse import parse_host
 
 HOST = Path(__file__).parents[2] / "samples" / "host"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from gpudiv import ir
-from gpudiv.frontend.musimd import parse_musimd
 from gpudiv.interp import ExecutionError, LaunchConfig, format_trace, run_kernel
-from gpudiv.randprog import random_program
+from gpudiv.lang.musimd.parse import parse_musimd
+from gpudiv.verify.randprog import random_program
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "musimd"
 MATRIX = {k: k + 1 for k in range(16)}  # the 4×4 matrix at m = 0 used by the thesis examples

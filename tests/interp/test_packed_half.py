@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from gpudiv.interp import packed_half
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_ops import OpSpec, Unsupported, assign_semantics
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from gpudiv import api, ir
-from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp import packed_half
 from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_synthesis import pointer_params, synthesize_launches
-from gpudiv.load import load
-from gpudiv.oracle import ptx_launches
+from gpudiv.lang.load import load
+from gpudiv.lang.ptx.parse import parse_ptx
+from gpudiv.verify.oracle import ptx_launches
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = ROOT / "samples" / "cuda"

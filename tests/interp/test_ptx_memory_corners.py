@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from gpudiv import api, ir
-from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_growing, run_ptx_kernel
-from gpudiv.load import load
+from gpudiv.lang.load import load
+from gpudiv.lang.ptx.parse import parse_ptx
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = ROOT / "samples" / "cuda"

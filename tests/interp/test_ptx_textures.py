@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from gpudiv import api, ir
-from gpudiv.frontend.ptx import parse_ptx
 from gpudiv.interp import ptx_texture
 from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_synthesis import (
@@ -21,7 +20,8 @@ from gpudiv.interp.ptx_synthesis import (
     texture_refs,
 )
 from gpudiv.interp.ptx_texture import Texture
-from gpudiv.load import load
+from gpudiv.lang.load import load
+from gpudiv.lang.ptx.parse import parse_ptx
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = ROOT / "samples" / "cuda"

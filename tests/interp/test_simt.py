@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from gpudiv import api, ir
-from gpudiv.frontend.musimd import parse_musimd
 from gpudiv.interp.musimd import LaunchConfig, run_kernel, time_slots
 from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_synthesis import synthesize_launches
 from gpudiv.interp.simt import CycleDetector, DeadlockError
-from gpudiv.load import load
+from gpudiv.lang.load import load
+from gpudiv.lang.musimd.parse import parse_musimd
 
 ROOT = Path(__file__).resolve().parents[2]
 MUSIMD = ROOT / "samples" / "musimd"

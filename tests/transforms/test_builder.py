@@ -3,9 +3,9 @@
 import pytest
 
 from gpudiv import ir
-from gpudiv.irverify import verify_kernel
-from gpudiv.load import parse_text
-from gpudiv.printers.musimd import print_kernel
+from gpudiv.ir.verify import verify_kernel
+from gpudiv.lang.load import parse_text
+from gpudiv.lang.musimd.printer import print_kernel
 from gpudiv.transforms import RewriteError, Rewriter, clone_kernel
 
 SOURCE = """kernel k(n)

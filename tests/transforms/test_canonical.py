@@ -7,9 +7,9 @@ import pytest
 
 from gpudiv import ir
 from gpudiv.cli import main
-from gpudiv.load import load, parse_text
-from gpudiv.printers import print_program
-from gpudiv.printers.compare import first_difference
+from gpudiv.lang.compare import first_difference
+from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.printing import print_program
 from gpudiv.transforms import PassError, Pipeline
 
 ROOT = Path(__file__).resolve().parents[2] / "samples"

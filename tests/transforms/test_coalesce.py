@@ -3,7 +3,7 @@ kept where they do, never a register of the input program renamed."""
 
 from __future__ import annotations
 
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 from gpudiv.transforms.coalesce import coalesce_copies
 
 FREE = """kernel free(a, b)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiv.load import load
+from gpudiv.lang.load import load
 from gpudiv.verify.transform_check import transform
 from tests.ptxas_tool import PTXAS, ptxas_errors
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiv.frontend.host import load_host
+from gpudiv.lang.host.parse import load_host
 from gpudiv.transforms.fusion import _per_thread, accesses
 from gpudiv.verify.host_check import transform_host
 from tests.ptxas_tool import PTXAS, ptxas_errors

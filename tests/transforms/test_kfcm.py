@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiv import hostir as h
-from gpudiv.frontend.host import load_host
+from gpudiv.ir import host as h
+from gpudiv.lang.host.parse import load_host
 from gpudiv.transforms.kfcm import kf_trad, kfcm, predicates
 
 HOST = Path(__file__).parents[2] / "samples" / "host"

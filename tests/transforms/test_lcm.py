@@ -9,8 +9,8 @@ import random
 import pytest
 
 from gpudiv import ir
-from gpudiv.load import parse_text
-from gpudiv.solve import shipped_rule, solve
+from gpudiv.analyses.solve import shipped_rule, solve
+from gpudiv.lang.load import parse_text
 from gpudiv.transforms import Pipeline
 from gpudiv.verify.transform_check import transform
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 from gpudiv.transforms.motion import build_model, facts
 
 BLOCK = """kernel k(a, b, c)

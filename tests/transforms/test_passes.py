@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from gpudiv import ir
-from gpudiv.cfg import build_cfg
-from gpudiv.irverify import verify_kernel
-from gpudiv.load import load, parse_text
-from gpudiv.printers import print_program
+from gpudiv.ir.cfg import build_cfg
+from gpudiv.ir.verify import verify_kernel
+from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.printing import print_program
 from gpudiv.transforms import PASSES, Pass, PassError, Pipeline, available, get_pass
 from gpudiv.transforms import traits as t
 from gpudiv.transforms.builder import Rewriter

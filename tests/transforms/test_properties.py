@@ -1,4 +1,4 @@
-"""Properties over random μ-SIMD programs (`gpudiv.randprog`): printing reads back to
+"""Properties over random μ-SIMD programs (`gpudiv.verify.randprog`): printing reads back to
 the same IR, and every shipped pass keeps kernels well formed and equivalent on the
 interpreter (structured programs with `sync`, unstructured ones under ipdom)."""
 
@@ -6,13 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudiv.irverify import verify_kernel
-from gpudiv.load import parse_text
-from gpudiv.printers import print_program
-from gpudiv.printers.compare import first_difference
-from gpudiv.randprog import random_program
+from gpudiv.ir.verify import verify_kernel
+from gpudiv.lang.compare import first_difference
+from gpudiv.lang.load import parse_text
+from gpudiv.lang.printing import print_program
 from gpudiv.transforms import Pipeline
 from gpudiv.verify.equivalence import compare_kernels
+from gpudiv.verify.randprog import random_program
 
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
 PROPERTY = settings(max_examples=max(int(60 * SCALE), 3), deadline=None, derandomize=True,

@@ -7,8 +7,8 @@ import pytest
 
 from gpudiv import ir
 from gpudiv.interp.musimd import LaunchConfig, run_kernel
-from gpudiv.load import load, parse_text
-from gpudiv.printers import print_program
+from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.printing import print_program
 from gpudiv.transforms import PassError, Pipeline, clone_kernel, get_pass
 from gpudiv.transforms.base import Pass
 from gpudiv.transforms.linear_scan import conflicts, linear_scan

@@ -1,4 +1,4 @@
-"""Register allocation on random μ-SIMD programs (`gpudiv.randprog`) × register budgets ×
+"""Register allocation on random μ-SIMD programs (`gpudiv.verify.randprog`) × register budgets ×
 allocators: the allocated program leaves the same memory as the original on the launches
 of `gpudiv check` (block sizes 1 to 100 with warps of 4 and 32 lanes: up to 25 warps)."""
 
@@ -6,13 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudiv.load import parse_text
-from gpudiv.printers import print_program
-from gpudiv.randprog import random_program
-from gpudiv.randptx import random_ptx
+from gpudiv.lang.load import parse_text
+from gpudiv.lang.printing import print_program
 from gpudiv.transforms import PassError, Pipeline, get_pass
 from gpudiv.transforms.spill_rules import ALLOCATORS
 from gpudiv.verify.equivalence import compare_kernels
+from gpudiv.verify.randprog import random_program
+from gpudiv.verify.randptx import random_ptx
 
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
 PROPERTY = settings(max_examples=max(int(6 * SCALE), 3), deadline=None, derandomize=True,
@@ -42,7 +42,7 @@ def test_every_allocator_keeps_random_programs_equivalent(seed, statements, regi
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(4, 10),
        registers=st.integers(3, 5))
 def test_every_allocator_keeps_random_ptx_kernels_equivalent(seed, statements, registers):
-    """The same on random PTX kernels (`gpudiv.randptx`, every variable a `.b32`): the
+    """The same on random PTX kernels (`gpudiv.verify.randptx`, every variable a `.b32`): the
     launches of `gpudiv check` have several warps and blocks."""
     text = random_ptx(seed, statements)
     program = parse_text(text, "rand.ptx", "ptx")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from gpudiv.analyses import get_analysis
-from gpudiv.load import load
-from gpudiv.randptx import random_ptx
+from gpudiv.lang.load import load
 from gpudiv.transforms import regalloc_ptx
 from gpudiv.transforms.spill_rules import LOCAL, SHARED, SpillPlan
+from gpudiv.verify.randptx import random_ptx
 from gpudiv.verify.transform_check import TransformError, transform
 from tests.ptxas_tool import PTXAS, ptxas_errors
 

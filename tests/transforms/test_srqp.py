@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpudiv import ir
-from gpudiv.load import parse_text
-from gpudiv.solve import shipped_rule, solve
+from gpudiv.analyses.solve import shipped_rule, solve
+from gpudiv.lang.load import parse_text
 from gpudiv.transforms.srqp import control_facts
 from gpudiv.verify.transform_check import transform
 from tests.ptxas_tool import PTXAS, ptxas_errors

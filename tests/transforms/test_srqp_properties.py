@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpudiv.load import parse_text
-from gpudiv.printers import print_program
-from gpudiv.randprog import random_program
-from gpudiv.solve import shipped_rule, solve
+from gpudiv.analyses.solve import shipped_rule, solve
+from gpudiv.lang.load import parse_text
+from gpudiv.lang.printing import print_program
 from gpudiv.transforms import Pipeline
 from gpudiv.verify.equivalence import compare_kernels
+from gpudiv.verify.randprog import random_program
 
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
 PROPERTY = settings(max_examples=max(int(25 * SCALE), 3), deadline=None, derandomize=True,

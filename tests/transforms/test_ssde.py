@@ -15,13 +15,13 @@ import pytest
 
 from gpudiv import ir
 from gpudiv.analyses.deadlock import analysis, kernel_deadlocks
-from gpudiv.cfg import build_cfg
 from gpudiv.cli import main
 from gpudiv.interp.engine import reconvergence_pcs
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
-from gpudiv.load import load, parse_text
-from gpudiv.printers import print_program
+from gpudiv.ir.cfg import build_cfg
+from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.printing import print_program
 from gpudiv.transforms import Pipeline
 
 SAMPLES = Path(__file__).parents[2] / "samples"
@@ -228,7 +228,7 @@ def test_rewritten_ready_flags_need_the_absorbed_exit_rule():
     (`dl_off("absorbed_exit")`) still sees the flag store after the exit; by default the
     lanes that leave there wait for nobody, and nothing is reported."""
     from gpudiv.analyses import affine
-    from gpudiv.solve import shipped_rule
+    from gpudiv.analyses.solve import shipped_rule
 
     _, printed, _ = _rewrite(MUSIMD / "deadlock_t3_ready_flags.musimd")
     (kernel,) = printed.kernels

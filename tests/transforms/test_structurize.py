@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from gpudiv.analyses.structure import BACKWARD_COPY, analyze_kernel
 from gpudiv.cli import main
-from gpudiv.load import load, parse_text
-from gpudiv.randprog import random_program
+from gpudiv.lang.load import load, parse_text
 from gpudiv.transforms import PassError, Pipeline, get_pass
 from gpudiv.verify.equivalence import compare_kernels
+from gpudiv.verify.randprog import random_program
 from gpudiv.verify.transform_check import VERIFIED, transform
 from tests.ptxas_tool import ptxas_errors
 

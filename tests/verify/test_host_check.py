@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiv.frontend.host import load_host
 from gpudiv.interp.host import run_host
+from gpudiv.lang.host.parse import load_host
 from gpudiv.verify.host_check import first_difference, transform_host
 
 HOST = Path(__file__).parents[2] / "samples" / "host"

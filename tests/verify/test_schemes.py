@@ -5,7 +5,7 @@ of the dynamic code expansion, and a μ-SIMD kernel with `sync`."""
 from pathlib import Path
 
 from gpudiv.interp.musimd import LaunchConfig
-from gpudiv.load import load
+from gpudiv.lang.load import load
 from gpudiv.verify.schemes import compare_schemes, default_launches
 
 MUSIMD = Path(__file__).resolve().parents[2] / "samples" / "musimd"

@@ -2,7 +2,7 @@
 areas (what it ignores and what it still compares)."""
 
 from gpudiv.interp.musimd import LaunchConfig
-from gpudiv.load import parse_text
+from gpudiv.lang.load import parse_text
 from gpudiv.verify.equivalence import compare_kernels
 from gpudiv.verify.spill_cost import LATENCY, profile, speedup
 

@@ -1,0 +1,479 @@
+"""The solve layer: rule files + facts → clingo → atoms, with timings and counts.
+
+Analyses call `solve` with the names of shipped rule files (or paths of users' files) and
+the facts of a kernel; they get back the shown atoms grouped by predicate. Errors in rule
+files come back as `RuleError` with the file, line and column clingo reported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import clingo
+
+from gpudiv.analyses.forked import can_fork, run_in_child
+
+
+class RuleError(Exception):
+    """A rule file that does not parse or ground; the message is one `file:line:col:` line."""
+
+
+# Default limits on a clingo run with a user's rule file: a rule file is a program, and one
+# line (`big(X) :- X = 1..100000000.`) can ground for minutes and take gigabytes.
+DEFAULT_SOLVE_TIMEOUT_S = 180.0
+DEFAULT_SOLVE_MEMORY_MB = 4096
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on one clingo run: wall-clock seconds and MiB of memory (0: no limit).
+
+    A limited run grounds and solves in a child process (`os.fork`) whose address space
+    is capped, so that neither a runaway grounding nor clingo running out of memory can
+    take the caller down."""
+
+    seconds: float = DEFAULT_SOLVE_TIMEOUT_S
+    megabytes: int = DEFAULT_SOLVE_MEMORY_MB
+
+    @property
+    def limited(self) -> bool:
+        """Whether any limit applies."""
+        return self.seconds > 0 or self.megabytes > 0
+
+
+DEFAULT_BUDGET = Budget()
+UNLIMITED = Budget(0, 0)
+
+
+class UnsatisfiableError(RuleError):
+    """The rules have no answer set for a kernel's facts (an integrity constraint fails)."""
+
+
+_LOCATED = re.compile(r"^\S.*?:\d+:\d+: error: ")
+
+
+def in_context(error: RuleError, path: str, loc, context: str) -> RuleError:
+    """The error with the kernel (and variant) it happened for; the line keeps starting
+    with `FILE:LINE:COL: error:` (the rule file's place, else the kernel's) for editors and
+    CI log parsers."""
+    text = str(error)
+    if _LOCATED.match(text):
+        return type(error)(f"{text} ({context})")
+    message = text.removeprefix("error: ")
+    return type(error)(f"{path}:{loc.line}:{loc.column}: error: {context}: {message}")
+
+
+@dataclass
+class SolveResult:
+    """Shown atoms by predicate name, as tuples of Python values, plus statistics."""
+
+    atoms: dict[str, list[tuple]] = field(default_factory=lambda: defaultdict(list))
+    ground_ms: float = 0.0
+    solve_ms: float = 0.0
+    atom_count: int = 0
+    rule_count: int = 0
+    symbols: list[clingo.Symbol] = field(default_factory=list)
+
+    def relation(self, name: str) -> list[tuple]:
+        """All tuples of one shown predicate."""
+        return self.atoms.get(name, [])
+
+    def unary(self, name: str) -> set:
+        """The first arguments of a shown predicate, as a set."""
+        return {t[0] for t in self.atoms.get(name, [])}
+
+
+def rules_dir() -> Path:
+    """The directory of the shipped rule files."""
+    return Path(str(resources.files("gpudiv.rules")))
+
+
+def shipped_rule(name: str) -> Path:
+    """Path of a shipped rule file such as `divergence.lp`."""
+    path = rules_dir() / name
+    if not path.is_file():
+        raise RuleError(f"{name}: error: no such shipped rule file")
+    return path
+
+
+# One argument of an atom as clingo prints it: a string, an integer or a constant.
+_ARGUMENT = re.compile(r'"((?:[^"\\]|\\.)*)"|(-?\d+)|([a-z_][A-Za-z0-9_\']*)')
+_UNESCAPE = re.compile(r"\\(.)")
+
+
+def _atom(symbol: clingo.Symbol) -> tuple[str, tuple]:
+    """An atom's predicate name and the Python values of its arguments.
+
+    Reading them from the atom's printed form costs one call into clingo instead of
+    several per argument (the accessors were a quarter of the analysis time on PTX);
+    atoms with nested terms or classical negation take the accessors.
+    """
+    parsed = _parse_atom(str(symbol))
+    if parsed is None:
+        return symbol.name, tuple(_value(a) for a in symbol.arguments)
+    return parsed
+
+
+def _parse_atom(text: str) -> tuple[str, tuple] | None:
+    """Name and argument values of a printed atom whose arguments are all strings,
+    integers or constants; None for anything else (nested terms, classical negation)."""
+    if text[0] == "-":
+        return None
+    open_at = text.find("(")
+    if open_at < 0:
+        return text, ()
+    values, position, end = [], open_at + 1, len(text) - 1
+    while position < end:
+        match = _ARGUMENT.match(text, position)
+        after = match.end() if match else -1
+        if match is None or text[after] not in ",)":
+            return None
+        string, number, constant = match.groups()
+        if string is not None:
+            if "\\" in string:
+                string = _UNESCAPE.sub(lambda m: "\n" if m[1] == "n" else m[1], string)
+            values.append(string)
+        elif number is not None:
+            values.append(int(number))
+        else:
+            values.append(constant)
+        position = after + 1
+    return text[:open_at], tuple(values)
+
+
+def _value(symbol: clingo.Symbol):
+    if symbol.type == clingo.SymbolType.Number:
+        return symbol.number
+    if symbol.type == clingo.SymbolType.String:
+        return symbol.string
+    if symbol.type == clingo.SymbolType.Function and not symbol.arguments:
+        return symbol.name
+    return str(symbol)
+
+
+_LOCATION = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)(?:-\d+(?::\d+)?)?: (?P<msg>.*)$")
+
+
+def _format_unsafe(message: str) -> str | None:
+    """`file:line:col: error: unsafe variable 'X' in: rule` from clingo's several lines."""
+    lines = message.strip().splitlines()
+    # clingo prints the rule with its internal `#inc_base` guard; users never wrote that
+    rule = re.sub(r"\[#inc_base\];?", "", lines[1].strip()) if len(lines) > 1 else ""
+    rule = re.sub(r"#Anon\d+", "_", rule)
+    for line in lines[2:]:
+        match = _LOCATION.match(line.strip())
+        if match and "is unsafe" in match["msg"]:
+            variable = match["msg"].split("note: ", 1)[-1].replace(" is unsafe", "")
+            return (f"{match['file']}:{match['line']}:{match['col']}: error: unsafe variable "
+                    f"{variable} in: {rule}")
+    return None
+
+
+def _format_messages(messages: list[str]) -> str:
+    for message in messages:
+        first = message.strip().splitlines()[0] if message.strip() else ""
+        match = _LOCATION.match(first)
+        if match and "unsafe variables in" in first:
+            unsafe = _format_unsafe(message)
+            if unsafe:
+                return unsafe
+        if match:
+            text = match["msg"].replace("error: ", "", 1).replace("info: ", "", 1)
+            more = [x.strip() for x in message.strip().splitlines()[1:] if x.strip()]
+            if more and text.endswith(":"):  # e.g. `file could not be opened:` + the name
+                text = f"{text} {' '.join(more)}"
+            return f"{match['file']}:{match['line']}:{match['col']}: error: {text}"
+    return "error: " + (messages[0].strip().splitlines()[0] if messages else "clingo failed")
+
+
+def _signature(atom_text: str) -> tuple[str, int] | None:
+    """`(name, arity)` of an atom as clingo prints it (`foo(X,g(Y,1))` → foo/2)."""
+    match = re.match(r"^-?([a-z_][A-Za-z0-9_']*)", atom_text)
+    if match is None:
+        return None
+    rest = atom_text[match.end():].strip()
+    if not rest.startswith("("):
+        return match[1], 0
+    depth, arity, quoted, escaped = 0, 1, False, False
+    for char in rest:
+        if quoted:
+            quoted = escaped or char != '"'
+            escaped = not escaped and char == "\\"
+            continue
+        if char == '"':
+            quoted = True
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 1:
+            arity += 1
+    return match[1], arity
+
+
+def _undefined_error(messages: list[str], known: set[tuple[str, int]]) -> str | None:
+    """The first atom of a user's file that no rule derives and SCHEMA.md does not know."""
+    shipped = str(rules_dir())
+    for message in messages:
+        lines = message.strip().splitlines()
+        match = _LOCATION.match(lines[0]) if lines else None
+        if match is None or match["file"].startswith(shipped) or len(lines) < 2:
+            continue
+        if "atom does not occur in any rule head" not in match["msg"]:
+            continue
+        signature = _signature(lines[1].strip())
+        if signature is None or signature in known:
+            continue
+        name, arity = signature
+        return (f"{match['file']}:{match['line']}:{match['col']}: error: undefined predicate "
+                f"{name}/{arity}: no loaded rule derives it and it is not an input relation "
+                "of rules/SCHEMA.md")
+    return None
+
+
+Signatures = frozenset[tuple[str, int]]
+_SHOW_LINE = re.compile(r"^#show\s+([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*\.\s*$", re.M)
+
+
+@lru_cache(maxsize=32)
+def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
+    """A shipped rule file's text without its `#show` lines for the `hide` signatures."""
+    text = Path(path).read_text(encoding="utf-8")
+    return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
+
+
+def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
+                ) -> None:
+    """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
+    caller does not read: they cost a Python object per atom, quadratically many for
+    region/2 on deep nests)."""
+    shipped = rules_dir().resolve()
+    for path in rule_files:
+        if hide and Path(path).resolve().parent == shipped:
+            text = _without_shows(str(path), Path(path).stat().st_mtime_ns, hide)
+            control.add("base", [], text)
+        else:
+            control.load(str(path))
+
+
+def _ground_and_solve(rule_files: list[Path | str], program: str,
+                      show: list[tuple[str, int]] | None,
+                      known: set[tuple[str, int]] | None,
+                      hide: Signatures = frozenset()) -> SolveResult:
+    """One clingo run: the shown symbols of the first model, times and counts (see `solve`)."""
+    messages: list[str] = []
+    undefined: list[str] = []
+    # Errors stop; infos (e.g. "operation undefined", which the affine rules rely on for
+    # ⊥) are clingo's business and never an error of ours.
+    fatal = ("error:", "unsafe", "syntax")
+
+    def logger(code: clingo.MessageCode, message: str) -> None:
+        if code == clingo.MessageCode.AtomUndefined:
+            undefined.append(message)
+            return
+        messages.append(message)
+
+    quiet = not show and known is None
+    control = clingo.Control(["--warn=none"] if quiet else [], logger=logger,
+                             message_limit=20 if quiet else 1000)
+    try:
+        _load_rules(control, rule_files, hide)
+        control.add("base", [], program)
+        if show is not None:
+            control.add("base", [], "".join(f"#show {n}/{a}.\n" for n, a in show))
+    except RuntimeError as error:
+        raise RuleError(_format_messages(messages) if messages else str(error)) from None
+    result = SolveResult()
+    start = time.perf_counter()
+    try:
+        control.ground([("base", [])])
+    except RuntimeError as error:
+        raise RuleError(_format_messages(messages) if messages else str(error)) from None
+    errors = [m for m in messages if "info:" not in m.split("\n", 1)[0]
+              and any(word in m for word in fatal)]
+    if errors:
+        raise RuleError(_format_messages(errors))
+    if known is not None:
+        error = _undefined_error(undefined, known)
+        if error:
+            raise RuleError(error)
+    result.ground_ms = (time.perf_counter() - start) * 1000
+    start = time.perf_counter()
+    model_symbols: list[clingo.Symbol] = []
+
+    def on_model(model: clingo.Model) -> None:
+        model_symbols[:] = model.symbols(shown=True)
+
+    outcome = control.solve(on_model=on_model)
+    result.solve_ms = (time.perf_counter() - start) * 1000
+    if not outcome.satisfiable:
+        raise UnsatisfiableError("error: the rules have no answer set for these facts (an "
+                                 "integrity constraint fails)")
+    result.symbols = model_symbols
+    stats = control.statistics.get("problem", {}).get("lp", {})
+    result.atom_count = int(stats.get("atoms", 0))
+    result.rule_count = int(stats.get("rules", 0))
+    return result
+
+
+def users_rule_files(rule_files: list[Path | str]) -> list[str]:
+    """The rule files that are not shipped ones (the user's)."""
+    shipped = rules_dir().resolve()
+    return [str(p) for p in rule_files if Path(p).resolve().parent != shipped]
+
+
+def _memory_in_use() -> int:
+    """Bytes of address space this process maps now (0 where /proc is missing)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _cap_memory(megabytes: int) -> None:
+    """In the child: cap the address space at what it maps now plus `megabytes` MiB."""
+    import resource
+
+    if megabytes <= 0:
+        return
+    limit = _memory_in_use() + megabytes * 2**20
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _child_outcome(rule_files, program, show, known, megabytes: int,
+                   hide: Signatures = frozenset()) -> tuple:
+    """What a limited run sends back: ("ok", times, counts, shown atoms as text),
+    ("rule", message) or ("memory",)."""
+    try:
+        _cap_memory(megabytes)
+        result = _ground_and_solve(rule_files, program, show, known, hide)
+    except RuleError as error:
+        if "bad_alloc" in str(error):
+            return ("memory",)
+        return ("unsat" if isinstance(error, UnsatisfiableError) else "rule", str(error))
+    except MemoryError:
+        return ("memory",)
+    except RuntimeError as error:  # clingo's own failures, std::bad_alloc among them
+        return ("memory",) if "bad_alloc" in str(error) else ("rule", f"error: {error}")
+    return ("ok", result.ground_ms, result.solve_ms, result.atom_count, result.rule_count,
+            [str(s) for s in result.symbols])
+
+
+def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
+                              show: list[tuple[str, int]] | None,
+                              known: set[tuple[str, int]] | None,
+                              budget: Budget, hide: Signatures = frozenset()) -> SolveResult:
+    """`_ground_and_solve` in a child process under the budget; RuleError naming the
+    user's rule files when it runs out of time or memory."""
+    names = ", ".join(users_rule_files(rule_files)) or "rules"
+    outcomes: list[tuple] = []
+    end = run_in_child(0, 1, lambda _: _child_outcome(rule_files, program, show, known,
+                                                      budget.megabytes, hide),
+                       budget.seconds if budget.seconds > 0 else None,
+                       lambda _, outcome: outcomes.append(outcome))
+    status = end.status
+    if end.timed_out:
+        raise RuleError(f"{names}: error: grounding and solving did not finish within "
+                        f"{budget.seconds:g} s (raise the limit with --solve-timeout "
+                        "SECONDS, 0: none)")
+    outcome = outcomes[0] if outcomes else ("crash", status)
+    if outcome[0] == "memory" or (outcome[0] == "crash" and budget.megabytes > 0):
+        raise RuleError(f"{names}: error: grounding and solving needed more than "
+                        f"{budget.megabytes} MiB of memory (raise the limit with "
+                        "--solve-memory MIB, 0: none)")
+    if outcome[0] == "crash":
+        raise RuleError(f"{names}: error: clingo stopped abnormally (status {status})")
+    if outcome[0] == "rule":
+        raise RuleError(outcome[1])
+    if outcome[0] == "unsat":
+        raise UnsatisfiableError(outcome[1])
+    _, ground_ms, solve_ms, atom_count, rule_count, shown = outcome
+    return SolveResult(ground_ms=ground_ms, solve_ms=solve_ms, atom_count=atom_count,
+                       rule_count=rule_count, symbols=[clingo.parse_term(t) for t in shown])
+
+
+def solve(rule_files: list[Path | str], facts: str, extra: str = "",
+          show: list[tuple[str, int]] | None = None,
+          known: set[tuple[str, int]] | None = None,
+          budget: Budget | None = None, hide: Signatures = frozenset()) -> SolveResult:
+    """Ground and solve facts with the rule files; return the atoms of the first model.
+
+    With `known` (the signatures a user's rule may read without defining them: the input
+    relations), an atom of a user's rule file over any other predicate that no rule derives
+    is an error (a misspelt relation), reported at the user's file:line:col.
+
+    `budget` limits time and memory (`Budget`); by default a run with a user's rule file
+    gets `DEFAULT_BUDGET` and a run of the shipped rules none. `hide`: relations that
+    shipped rule files `#show` but the caller does not need.
+    """
+    if budget is None:
+        budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
+    if budget.limited and can_fork():  # no limits where processes cannot fork
+        result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
+                                           hide)
+    else:
+        result = _ground_and_solve(rule_files, facts + extra, show, known, hide)
+    for symbol in result.symbols:
+        name, arguments = _atom(symbol)
+        result.atoms[name].append(arguments)
+    return result
+
+
+class NotSeparable(Exception):
+    """A shown atom of a joint solve names no kernel's namespace (or has nested terms)."""
+
+
+# The namespace of the i-th kernel of a joint solve: "i|" in front of its names. `|` is in
+# no identifier of μ-SIMD or PTX; the analysis driver solves a kernel whose names contain
+# it on its own all the same.
+NAMESPACE_MARK = "|"
+_NAMESPACED = re.compile(r'"(\d+)\|')
+
+
+def namespace(index: int) -> str:
+    """The prefix of the names of the `index`-th kernel in a joint solve."""
+    return f"{index}{NAMESPACE_MARK}"
+
+
+def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: str = "",
+                   hide: Signatures = frozenset()) -> dict[int, SolveResult]:
+    """Solve the facts of several kernels in one clingo run; one result per kernel.
+
+    `facts[i]` must name every block, loop and variable with `namespace(i)` in front
+    (`gpudiv.analyses.facts.facts_text(ssa, namespace(i))`) and the rules must never relate two
+    names of different kernels, as the shipped ones never do: then the joint answer set is
+    the union of the kernels' own ones. Each shown atom goes to the kernel whose namespace
+    it names, with the namespace taken off. Ground and solve times and atom and rule
+    counts are shared out in proportion to the size of each kernel's facts (clingo
+    measures them for the whole run). `NotSeparable` when a shown atom names no kernel,
+    names two, or has nested terms.
+    """
+    result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
+    results = {i: SolveResult() for i in facts}
+    for symbol in result.symbols:
+        text = str(symbol)
+        match = _NAMESPACED.search(text)
+        own = results.get(int(match[1])) if match else None
+        stripped = text.replace(match[0], '"') if own is not None else ""
+        parsed = _parse_atom(stripped) if own is not None else None
+        if parsed is None or _NAMESPACED.search(stripped):
+            raise NotSeparable(text)
+        own.atoms[parsed[0]].append(parsed[1])
+    total = sum(len(f) for f in facts.values()) or 1
+    for i, own in results.items():
+        share = len(facts[i]) / total
+        own.ground_ms, own.solve_ms = result.ground_ms * share, result.solve_ms * share
+        own.atom_count = round(result.atom_count * share)
+        own.rule_count = round(result.rule_count * share)
+    return results

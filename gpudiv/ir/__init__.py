@@ -1,0 +1,67 @@
+"""The IR stage: the shared intermediate representation and what every later stage
+builds on (docs/design.md, "Layout").
+
+`gpudiv.ir` is the IR itself (`from gpudiv import ir; ir.Kernel`): the names of
+`gpudiv.ir.core` are re-exported here. Beside it: `cfg`, `dominators`, `ssa`,
+`operators`, `verify` (well-formedness), `host` (host programs), `perf`.
+"""
+
+from gpudiv.ir.core import (
+    ASSIGN,
+    ATOMIC,
+    BARRIER,
+    BINARY_OPERATORS,
+    BRANCH,
+    FENCE,
+    JUMP,
+    LOAD,
+    NO_ID,
+    OPAQUE,
+    RECONVERGE,
+    STOP,
+    STORE,
+    SYNC,
+    TERMINATORS,
+    UNARY_OPERATORS,
+    Block,
+    Const,
+    Diagnostic,
+    Guard,
+    Instruction,
+    Kernel,
+    Loc,
+    Operand,
+    Program,
+    Special,
+    Var,
+)
+
+__all__ = [
+    "ASSIGN",
+    "ATOMIC",
+    "BARRIER",
+    "BINARY_OPERATORS",
+    "BRANCH",
+    "Block",
+    "Const",
+    "Diagnostic",
+    "FENCE",
+    "Guard",
+    "Instruction",
+    "JUMP",
+    "Kernel",
+    "LOAD",
+    "Loc",
+    "NO_ID",
+    "OPAQUE",
+    "Operand",
+    "Program",
+    "RECONVERGE",
+    "STOP",
+    "STORE",
+    "SYNC",
+    "Special",
+    "TERMINATORS",
+    "UNARY_OPERATORS",
+    "Var",
+]

@@ -1,0 +1,397 @@
+"""Control-flow graph of a kernel: edges, dominator and post-dominator trees, loop forest.
+
+The graph has a virtual entry (`^entry`) and a virtual exit (`^exit`). Blocks that cannot
+be reached from the entry are removed (and reported); blocks from which the exit cannot be
+reached (endless loops) get a fake edge to the exit so that post-dominance is defined.
+The graph is `gpudiv.ir.digraph.DiGraph`; the rules reason about the trees (control
+dependence, regions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpudiv import ir
+from gpudiv.ir.digraph import (
+    DiGraph,
+    ancestors,
+    descendants,
+    first_sink_component,
+    strongly_connected_components,
+)
+from gpudiv.ir.dominators import immediate_dominators
+
+ENTRY = "^entry"
+EXIT = "^exit"
+
+
+@dataclass
+class Loop:
+    """A cycle of the loop-nesting forest: its headers (entry blocks) and all its blocks."""
+
+    name: str
+    headers: list[str]
+    blocks: set[str]
+    parent: str | None = None
+    depth: int = 1
+
+
+@dataclass
+class Rejoin:
+    """A block where lanes split by a branch inside a cycle may meet again after different
+    numbers of trips around that cycle (temporal divergence inside the cycle).
+
+    `block` is the immediate post-dominator of every branch in `branches`; it lies in
+    `loop`, the outermost cycle that contains the branch and the block and that some path
+    from the branch re-enters through one of the cycle's headers before reaching `block`.
+    A value defined in `loop` and read at or after `block` may then hold the value of a
+    different iteration in each lane.
+    """
+
+    block: str
+    loop: str
+    branches: list[str]
+
+
+@dataclass
+class ControlFlowGraph:
+    """Per-kernel CFG with its dominance information and loops."""
+
+    kernel: ir.Kernel
+    graph: DiGraph
+    order: list[str]
+    idom: dict[str, str]
+    ipdom: dict[str, str]
+    loops: dict[str, Loop]
+    unreachable: list[str] = field(default_factory=list)
+    no_exit: list[str] = field(default_factory=list)
+    falls_off_end: bool = False
+    loop_exits: dict[str, list[str]] = field(default_factory=dict)
+    synthetic: dict[str, str] = field(default_factory=dict)
+    rejoins: dict[str, Rejoin] = field(default_factory=dict)
+    sync_ipdom: dict[str, str] = field(default_factory=dict)
+    doomed: set[str] = field(default_factory=set)
+
+    def successors(self, label: str) -> list[str]:
+        """Successor blocks in a stable order (branch target last)."""
+        return list(self.graph.successors(label))
+
+    def predecessors(self, label: str) -> list[str]:
+        """Predecessor blocks."""
+        return list(self.graph.predecessors(label))
+
+    def innermost_loop(self, label: str) -> Loop | None:
+        """The deepest loop that contains the block, if any."""
+        best = None
+        for loop in self.loops.values():
+            if label in loop.blocks and (best is None or loop.depth > best.depth):
+                best = loop
+        return best
+
+
+def successor_labels(kernel: ir.Kernel, index: int) -> list[str]:
+    """Labels a block flows to: fall-through first, then the branch or jump target."""
+    block = kernel.blocks[index]
+    following = kernel.blocks[index + 1].label if index + 1 < len(kernel.blocks) else EXIT
+    term = block.terminator
+    if term is None:
+        return [following]
+    if term.kind == ir.STOP:
+        return [EXIT]
+    if term.kind == ir.JUMP:
+        return [term.target]
+    return [following] if following == term.target else [following, term.target]
+
+
+def _loop_forest(graph: DiGraph, nodes: set[str], order: dict[str, int],
+                 parent: Loop | None, loops: dict[str, Loop]) -> None:
+    """Find the cycles among `nodes` and recurse into each with its header edges removed."""
+    sub = graph.subgraph(nodes)
+    for component in strongly_connected_components(sub):
+        if len(component) == 1:
+            (only,) = component
+            if not sub.has_edge(only, only):
+                continue
+        headers = sorted(
+            (n for n in component if any(p not in component for p in graph.predecessors(n))),
+            key=order.get)
+        if not headers:
+            headers = [min(component, key=order.get)]
+        loop = Loop(headers[0], headers, set(component),
+                    parent.name if parent else None, (parent.depth + 1) if parent else 1)
+        loops[loop.name] = loop
+        # the cycle's own edges, header entries removed (walking only its members: a
+        # copy of `sub` per cycle was quadratic in a kernel of many loop nests)
+        members = sorted(component, key=order.get)
+        inner = DiGraph()
+        inner.add_nodes_from(members)
+        inner.add_edges_from((u, v) for u in members for v in sub.successors(u)
+                             if v in component and v not in headers)
+        _loop_forest(inner, set(component), order, loop, loops)
+
+
+def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
+    """Build the CFG of a kernel, its dominator/post-dominator trees and loop forest."""
+    graph = DiGraph()
+    graph.add_node(ENTRY)
+    graph.add_node(EXIT)
+    labels = [b.label for b in kernel.blocks]
+    graph.add_nodes_from(labels)
+    graph.add_edge(ENTRY, labels[0])
+    falls_off = False
+    for index, _ in enumerate(kernel.blocks):
+        for succ in successor_labels(kernel, index):
+            graph.add_edge(labels[index], succ)
+        block = kernel.blocks[index]
+        if index == len(kernel.blocks) - 1 and (block.terminator is None
+                                                 or block.terminator.kind == ir.BRANCH):
+            falls_off = True
+
+    reachable = descendants(graph, ENTRY) | {ENTRY}
+    unreachable = [label for label in labels if label not in reachable]
+    graph.remove_nodes_from(unreachable)
+    if EXIT not in graph:
+        graph.add_node(EXIT)
+    order = [label for label in labels if label in graph]
+
+    # Post-dominance needs every block to reach the exit: connect endless loops to it.
+    pdom_graph = graph.copy()
+    no_exit: list[str] = []
+    while True:
+        reaching = ancestors(pdom_graph, EXIT) | {EXIT}
+        stuck = [n for n in order if n not in reaching]
+        if not stuck:
+            break
+        sink = first_sink_component(pdom_graph.subgraph(stuck))
+        member = max(sink, key=order.index)
+        pdom_graph.add_edge(member, EXIT)
+        no_exit.append(member)
+
+    position = {label: i for i, label in enumerate(order)}
+    position[ENTRY] = -1
+    position[EXIT] = len(order)
+    loops: dict[str, Loop] = {}
+    _loop_forest(graph, set(order), position, None, loops)
+    synthetic: dict[str, str] = {}
+    loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
+
+    idom = immediate_dominators(graph, ENTRY)
+    ipdom = immediate_dominators(pdom_graph.reverse(), EXIT)
+    idom.pop(ENTRY, None)
+    ipdom.pop(EXIT, None)
+    doomed = _doomed_blocks(kernel, pdom_graph)
+    sync_ipdom = _sync_post_dominators(pdom_graph, ipdom, doomed)
+    rejoins = _rejoin_points(graph, sync_ipdom, loops)
+    return ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
+                            falls_off, loop_exits, synthetic, rejoins, sync_ipdom, doomed)
+
+
+def _aborting_stops(kernel: ir.Kernel) -> set[str]:
+    """Blocks whose `trap` (or, in a kernel that also returns with `ret`, whose `exit`)
+    ends the thread abnormally: the lanes that run it never meet their warp again."""
+    stops = {b.label: str(b.terminator.attrs.get("opcode", "")) for b in kernel.blocks
+             if b.terminator is not None and b.terminator.kind == ir.STOP}
+    aborting = {label for label, op in stops.items() if op == "trap"}
+    if any(op not in ("trap", "exit") for op in stops.values()):
+        aborting |= {label for label, op in stops.items() if op == "exit"}
+    return aborting if len(aborting) < len(stops) else set()
+
+
+def _doomed_blocks(kernel: ir.Kernel, pdom_graph: DiGraph) -> set[str]:
+    """Blocks from which every path ends in an aborting stop (see `_aborting_stops`)."""
+    aborting = _aborting_stops(kernel)
+    if not aborting:
+        return set()
+    normal = pdom_graph.copy()
+    normal.remove_edges_from((label, EXIT) for label in aborting)
+    ending = ancestors(normal, EXIT) | {EXIT}
+    return {n for n in pdom_graph.nodes if n not in ending and n != ENTRY}
+
+
+def _sync_post_dominators(pdom_graph: DiGraph, ipdom: dict[str, str],
+                          doomed: set[str]) -> dict[str, str]:
+    """The block where lanes split at each block meet again, ignoring the lanes that abort.
+
+    Post-dominance over the blocks that can still end normally (not `doomed`): a lane
+    leaving that part of the graph never meets the others, so it cannot make a value
+    differ at a later meeting point. A doomed block keeps its immediate post-dominator.
+    """
+    if not doomed:
+        return dict(ipdom)
+    living = pdom_graph.subgraph(n for n in pdom_graph.nodes if n not in doomed)
+    sync = immediate_dominators(living.reverse(), EXIT)
+    sync.pop(EXIT, None)
+    return {n: sync.get(n, post) for n, post in ipdom.items()}
+
+
+def _innermost_loops(loops: dict[str, Loop]) -> dict[str, Loop]:
+    """The deepest loop of every block that is in a loop."""
+    innermost: dict[str, Loop] = {}
+    for loop in sorted(loops.values(), key=lambda lp: lp.depth):
+        for block in loop.blocks:
+            innermost[block] = loop
+    return innermost
+
+
+def branch_region(graph: DiGraph, branch: str, stop: str) -> set[str]:
+    """Blocks on paths from the successors of `branch` that do not pass `stop`."""
+    seen: set[str] = set()
+    work = [s for s in graph.successors(branch) if s != stop]
+    while work:
+        block = work.pop()
+        if block in seen or block == EXIT:
+            continue
+        seen.add(block)
+        work.extend(s for s in graph.successors(block) if s != stop)
+    return seen
+
+
+def _rejoin_points(graph: DiGraph, ipdom: dict[str, str],
+                   loops: dict[str, Loop]) -> dict[str, Rejoin]:
+    """Rejoin points of branches in cycles (see `Rejoin`), keyed by block.
+
+    Lanes split at a branch meet again at its immediate post-dominator P. When P lies in a
+    cycle with the branch and a path from the branch reaches a header of that cycle before
+    P, some lanes go round the cycle again before they reach P, so the lanes meeting at P
+    can be in different iterations. Cycles containing both blocks are nested, so the
+    outermost such cycle decides which values may differ.
+    """
+    innermost = _innermost_loops(loops)
+    rejoins: dict[str, Rejoin] = {}
+    for branch in graph.nodes:
+        if graph.out_degree(branch) < 2 or branch not in innermost:
+            continue
+        post = ipdom.get(branch)
+        enclosing: list[Loop] = []
+        loop: Loop | None = innermost[branch]
+        while loop is not None:
+            if post in loop.blocks:
+                enclosing.append(loop)
+            loop = loops[loop.parent] if loop.parent else None
+        if not enclosing:
+            continue
+        region = branch_region(graph, branch, post)
+        reentered = [lp for lp in enclosing if region.intersection(lp.headers)]
+        if not reentered:
+            continue
+        outermost = reentered[-1]
+        found = rejoins.setdefault(post, Rejoin(post, outermost.name, []))
+        found.branches.append(branch)
+        if loops[found.loop].depth > outermost.depth:
+            found.loop = outermost.name
+    for found in rejoins.values():
+        found.branches.sort()
+    return rejoins
+
+
+def reconvergence_points(cfg: ControlFlowGraph) -> dict[str, str]:
+    """For each block of the kernel, the block where its lanes reconverge (its immediate
+    post-dominator, EXIT for the end); a synthetic loop exit stands for its real target."""
+    points: dict[str, str] = {}
+    for label, post in cfg.ipdom.items():
+        if label in cfg.synthetic:
+            continue
+        while post in cfg.synthetic:
+            post = cfg.synthetic[post]
+        points[label] = post
+    return points
+
+
+def _dedicated_exits(graph: DiGraph, pdom_graph: DiGraph, loops: dict[str, Loop],
+                     order: list[str], synthetic: dict[str, str]) -> dict[str, list[str]]:
+    """Give every loop exit a block reached only from inside the loop (LCSSA needs it).
+
+    An exit target that is also reached from outside the loop gets a new empty block on
+    the exit edges; loop-exit (η) definitions are placed there. Inner loops come first, so
+    a block that exits several loops lists the inner loop's η before the outer loop's.
+    """
+    exits: dict[str, list[str]] = {}
+    position = {label: i for i, label in enumerate(order)}
+    for loop in sorted(loops.values(), key=lambda lp: (-lp.depth, position[lp.name])):
+        targets: dict[str, list[str]] = {}
+        for u in sorted(loop.blocks, key=lambda b: position.get(b, len(position))):
+            for x in graph.successors(u):
+                if x not in loop.blocks and x != EXIT:
+                    targets.setdefault(x, []).append(u)
+        exits[loop.name] = []
+        for x, sources in targets.items():
+            if all(p in loop.blocks for p in graph.predecessors(x)):
+                exits[loop.name].append(x)
+                continue
+            split = f"{x}^{loop.name}"
+            synthetic[split] = x
+            order.append(split)
+            for g in (graph, pdom_graph):
+                for u in sources:
+                    g.remove_edge(u, x)
+                    g.add_edge(u, split)
+                g.add_edge(split, x)
+            for other in loops.values():
+                if x in other.blocks and any(u in other.blocks for u in sources):
+                    other.blocks.add(split)
+            exits[loop.name].append(split)
+    return exits
+
+
+def region_work(cfg: ControlFlowGraph) -> int:
+    """An upper bound of what the rules walk to find the join points of every branch: per
+    branch, its number of successors times the blocks its immediate post-dominator
+    post-dominates (every block of a branch's influence region is among them).
+
+    Linear to compute; the ground program of rules/cfg.lp grows with it (quadratically
+    in the depth of a nest of branches), so the analysis refuses kernels where it is huge.
+    """
+    graph, ipdom = cfg.graph, cfg.ipdom
+    depth: dict[str, int] = {}
+    for node in ipdom:
+        chain = []
+        while node in ipdom and node not in depth:
+            chain.append(node)
+            node = ipdom[node]
+        base = depth.get(node, 0)
+        for offset, member in enumerate(reversed(chain), start=1):
+            depth[member] = base + offset
+    below = dict.fromkeys(graph.nodes, 1)
+    for node in sorted(depth, key=depth.__getitem__, reverse=True):
+        parent = ipdom[node]
+        below[parent] = below.get(parent, 1) + below.get(node, 1)
+    work = 0
+    for node in graph.nodes:
+        fan_out = graph.out_degree(node)
+        if fan_out > 1 and node in ipdom:
+            work += fan_out * (below.get(ipdom[node], 1) - 1)
+    return work
+
+
+def region_walk(cfg: ControlFlowGraph, cap: int) -> int:
+    """What the rules of cfg.lp walk to find every branch's join points, counted exactly
+    up to `cap` (cap + 1: more): per successor of a branch, the blocks reached before its
+    `sync_ipdom` and the edges leaving them (the `side_reaches` and `enters` atoms).
+
+    `region_work` bounds this from above in linear time but counts every block the
+    immediate post-dominator post-dominates: quadratic for a sequence of small if/else
+    diamonds, whose regions are two blocks each. This count costs what it counts, so it
+    is linear up to the cap; run it only when the bound is above the cap.
+    """
+    graph = cfg.graph
+    total = 0
+    for branch in graph.nodes:
+        if graph.out_degree(branch) < 2:
+            continue
+        stop = cfg.sync_ipdom.get(branch, cfg.ipdom.get(branch))
+        for successor in graph.successors(branch):
+            seen = {successor}
+            work = [successor]
+            while work:
+                block = work.pop()
+                total += 1
+                if total > cap:
+                    return cap + 1
+                if block == stop or block == EXIT:
+                    continue
+                for after in graph.successors(block):
+                    total += 1
+                    if after not in seen:
+                        seen.add(after)
+                        work.append(after)
+    return total

@@ -1,0 +1,109 @@
+"""Dominator trees and dominance frontiers in near-linear time.
+
+networkx's `immediate_dominators` (Cooper, Harvey and Kennedy's iteration) walks the
+dominator tree once per edge into a join, which is quadratic in the depth of the tree: a
+`brx.idx` of 4,000 targets (a chain of 4,000 branches meeting at one block) spent 5 of
+its 8 s of CFG construction there, and `dominance_frontiers` repeats it. Here:
+Lengauer and Tarjan's algorithm with path compression (O(m log n)), and frontiers that stop
+climbing the tree where an earlier walk for the same join already went (O(m + Σ|DF|)).
+Both take a `gpudiv.ir.digraph.DiGraph` (or a networkx one) and return what the networkx 3.6
+functions do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from gpudiv.ir.digraph import DiGraph
+
+
+def _dfs(graph: DiGraph, start: Hashable) -> tuple[list, list[int]]:
+    """Nodes reachable from `start` in depth-first preorder, and each one's DFS parent
+    (as an index into that order; -1 for `start`)."""
+    order: list = []
+    parent: list[int] = []
+    number: dict = {}
+    stack = [(start, -1)]
+    while stack:
+        node, via = stack.pop()
+        if node in number:
+            continue
+        number[node] = len(order)
+        order.append(node)
+        parent.append(via)
+        here = number[node]
+        stack.extend((succ, here) for succ in reversed(list(graph.successors(node)))
+                     if succ not in number)
+    return order, parent
+
+
+def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
+    """The immediate dominator of every node reachable from `start`, `start` excluded (as
+    `networkx.immediate_dominators` returns it since networkx 3.5)."""
+    if start not in graph:
+        raise KeyError(f"start {start!r} is not in the graph")
+    order, parent = _dfs(graph, start)
+    number = {node: i for i, node in enumerate(order)}
+    size = len(order)
+    semi = list(range(size))
+    label = list(range(size))
+    ancestor = [-1] * size
+    idom = [0] * size
+    bucket: list[list[int]] = [[] for _ in range(size)]
+
+    def evaluate(v: int) -> int:
+        """The node of least semidominator on the forest path above v (compressing it)."""
+        if ancestor[v] < 0:
+            return v
+        path = []
+        u = v
+        while ancestor[ancestor[u]] >= 0:
+            path.append(u)
+            u = ancestor[u]
+        for x in reversed(path):
+            a = ancestor[x]
+            if semi[label[a]] < semi[label[x]]:
+                label[x] = label[a]
+            ancestor[x] = ancestor[a]
+        return label[v]
+
+    for w in range(size - 1, 0, -1):
+        for pred in graph.predecessors(order[w]):
+            v = number.get(pred)
+            if v is None:
+                continue
+            u = evaluate(v)
+            if semi[u] < semi[w]:
+                semi[w] = semi[u]
+        bucket[semi[w]].append(w)
+        p = parent[w]
+        ancestor[w] = p
+        for v in bucket[p]:
+            u = evaluate(v)
+            idom[v] = u if semi[u] < semi[v] else p
+        bucket[p].clear()
+    for w in range(1, size):
+        if idom[w] != semi[w]:
+            idom[w] = idom[idom[w]]
+    return {order[w]: order[idom[w]] for w in range(1, size)}
+
+
+def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None
+                        ) -> dict:
+    """The dominance frontier of every node reachable from `start`, as
+    `networkx.dominance_frontiers` returns it."""
+    if idom is None:
+        idom = immediate_dominators(graph, start)
+    parent = dict(idom)
+    parent[start] = None
+    frontier: dict = {node: set() for node in parent}
+    for node in parent:
+        preds = [p for p in graph.predecessors(node) if p in parent]
+        if node != start and len(preds) < 2:
+            continue
+        stop = parent[node]
+        for runner in preds:
+            while runner is not None and runner != stop and node not in frontier[runner]:
+                frontier[runner].add(node)
+                runner = parent[runner]
+    return frontier

@@ -1,0 +1,1 @@
+"""The host dialect: parse, lower and print."""

@@ -1,0 +1,1 @@
+"""The musimd dialect: parse, lower and print."""

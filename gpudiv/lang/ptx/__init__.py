@@ -1,0 +1,1 @@
+"""The ptx dialect: parse, lower and print."""

@@ -1,0 +1,179 @@
+"""Flattening: one PTX function body becomes one list of instructions, labels and `.loc`
+marks. Nested `{ }` scopes are resolved (a name that shadows an outer one or repeats a
+sibling scope's is renamed `NAME$sN`) and the declarations give the register, symbol
+and `.param` tables (`_FuncInfo`); `_Unit` is what a file offers every kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpudiv.lang.ptx.forms import (
+    PDecl,
+    PFunction,
+    PInstr,
+    PLabel,
+    PLoc,
+    PScope,
+    PTable,
+)
+
+# ---------------------------------------------------------------------------------------
+# Flattening: one function body → a list of instructions, labels, .loc marks.
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class _FuncInfo:
+    fn: PFunction
+    stmts: list = field(default_factory=list)
+    registers: set[str] = field(default_factory=set)
+    register_ranges: set[str] = field(default_factory=set)
+    symbols: dict[str, str] = field(default_factory=dict)  # local variable → space
+    labels: dict[str, PLabel] = field(default_factory=dict)
+    tables: dict[str, list[str]] = field(default_factory=dict)  # branch-target tables
+    errors: list[tuple[str, int, int]] = field(default_factory=list)
+    # For the interpreter: declared register types (plain names and `%r<N>` stems) and
+    # the layout of variables declared in the body (type, alignment, size, initializer).
+    reg_types: dict[str, str] = field(default_factory=dict)
+    range_types: dict[str, str] = field(default_factory=dict)
+    symbol_details: dict[str, tuple] = field(default_factory=dict)
+    # `.param` variables declared in the body (call sequences): name → (type, align, size)
+    param_decls: dict[str, tuple] = field(default_factory=dict)
+
+    def is_register(self, name: str) -> bool:
+        if name in self.registers:
+            return True
+        stem = name.rstrip("0123456789")
+        return stem != name and stem in self.register_ranges
+
+    def reg_type(self, name: str) -> str | None:
+        if name in self.reg_types:
+            return self.reg_types[name]
+        return self.range_types.get(name.rstrip("0123456789"))
+
+
+def _rename_operand(op: tuple, names: dict[str, str]) -> tuple:
+    tag = op[0]
+    if tag in ("r", "i"):
+        new = names.get(op[1])
+        return (tag, new) if new else op
+    if tag in ("v", "a", "p"):
+        return (tag, [_rename_operand(o, names) for o in op[1]])
+    if tag == "s":
+        return ("s", _rename_operand(op[1], names), op[2])
+    if tag == "|":
+        return ("|", _rename_operand(op[1], names), _rename_operand(op[2], names))
+    if tag == "!":
+        return ("!", _rename_operand(op[1], names))
+    return op
+
+
+def _flatten(fn: PFunction) -> _FuncInfo:
+    info = _FuncInfo(fn)
+    for param in (*fn.params, *fn.rets):
+        if param.space == ".reg":
+            info.registers.add(param.name)
+            info.reg_types[param.name] = param.type
+    renames: dict[str, str] = {}
+    counter = 0
+    # Every name declared so far: a declaration in a sibling scope (`{ .param .b8
+    # retval0[4]; … }` then `{ .param .b32 retval0; … }`, as nvcc -G writes call
+    # sequences) is another variable, possibly of another type, so it gets its own name.
+    declared = {p.name for p in (*fn.params, *fn.rets)}
+
+    def declare(decl: PDecl, visible: set[str], ranges: set[str], undo: list) -> None:
+        nonlocal counter
+        for name, shape in decl.names:
+            final = name
+            stem = name.rstrip("0123456789")
+            shadows = name in visible or (stem != name and stem in ranges) or name in declared
+            is_range = bool(shape) and shape.startswith("<")
+            declared.add(name)
+            if shadows and not is_range:
+                counter += 1
+                final = f"{name}$s{counter}"
+                while final in declared:
+                    counter += 1
+                    final = f"{name}$s{counter}"
+                declared.add(final)
+                undo.append((name, renames.get(name)))
+                renames[name] = final
+            detail = decl.details.get(name)
+            if decl.space == "reg":
+                type_ = detail[0] if detail else ""
+                if shape and shape.startswith("<"):
+                    info.register_ranges.add(name)
+                    info.range_types[name] = type_
+                    ranges.add(name)
+                else:
+                    info.registers.add(final)
+                    info.reg_types[final] = type_
+                    visible.add(name)
+                continue
+            visible.add(name)
+            if decl.space == "param" and detail is not None:
+                info.param_decls[final] = detail[:3]
+            if decl.space != "param":  # .param variables are value slots (see read_slot)
+                info.symbols[final] = decl.space
+                if detail is not None:
+                    info.symbol_details[final] = (decl.space, *detail)
+
+    def walk(scope: PScope, outer: set[str], outer_ranges: set[str]) -> None:
+        visible = set(outer)
+        ranges = set(outer_ranges)
+        undo: list = []
+        pending_label: PLabel | None = None
+        for stmt in scope.stmts:
+            if isinstance(stmt, PInstr):
+                if renames:
+                    stmt.operands = [_rename_operand(o, renames) for o in stmt.operands]
+                    if stmt.guard in renames:
+                        stmt.guard = renames[stmt.guard]
+                info.stmts.append(stmt)
+            elif isinstance(stmt, PLabel):
+                if stmt.name in info.labels:
+                    first = info.labels[stmt.name]
+                    info.errors.append((f"label '{stmt.name}' already defined at line "
+                                        f"{first.line}", stmt.line, stmt.column))
+                    continue
+                info.labels[stmt.name] = stmt
+                info.stmts.append(stmt)
+                pending_label = stmt
+                continue
+            elif isinstance(stmt, PTable):
+                if pending_label is not None and info.stmts and info.stmts[-1] is pending_label:
+                    # `name: .branchtargets …` names a table, not a place in the code.
+                    info.stmts.pop()
+                    del info.labels[pending_label.name]
+                    info.tables[pending_label.name] = stmt.names
+            elif isinstance(stmt, PDecl):
+                declare(stmt, visible, ranges, undo)
+            elif isinstance(stmt, PScope):
+                walk(stmt, visible, ranges)
+            elif isinstance(stmt, PLoc):
+                info.stmts.append(stmt)
+            pending_label = None
+        for name, previous in reversed(undo):
+            if previous is None:
+                renames.pop(name, None)
+            else:
+                renames[name] = previous
+
+    if fn.body is not None:
+        walk(fn.body, {p.name for p in (*fn.params, *fn.rets)}, set())
+    return info
+
+
+@dataclass
+class _Unit:
+    """What a file offers to every kernel: functions, module symbols, the .file table."""
+
+    path: str
+    functions: dict[str, PFunction]
+    symbols: dict[str, str]
+    files: dict[int, str]
+    infos: dict[str, _FuncInfo] = field(default_factory=dict)
+
+    def info(self, name: str) -> _FuncInfo:
+        if name not in self.infos:
+            self.infos[name] = _flatten(self.functions[name])
+        return self.infos[name]

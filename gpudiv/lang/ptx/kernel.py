@@ -1,0 +1,147 @@
+"""From lowered items to an IR kernel: basic blocks, the register table, generic
+accesses that point into local memory, launch directives, and the record the PTX
+printer needs to write the kernel back (`_source_record`)."""
+
+from __future__ import annotations
+
+from gpudiv import ir
+from gpudiv.lang.ptx.flatten import _FuncInfo
+from gpudiv.lang.ptx.forms import (
+    PFunction,
+)
+from gpudiv.lang.ptx.forms import number as _number
+from gpudiv.lang.ptx.forms import type_bytes as _type_bytes
+from gpudiv.lang.ptx.lower import _KernelLowering
+from gpudiv.lang.ptx.types import infer_types
+
+# ---------------------------------------------------------------------------------------
+# From lowered items to a kernel.
+# ---------------------------------------------------------------------------------------
+
+def _source_record(fn: PFunction, info: _FuncInfo, lowering: _KernelLowering,
+                   kernel: ir.Kernel) -> dict[str, object]:
+    """What the PTX printer needs to write the kernel back: its header, the declarations
+    of its body, its labels, and for each group of IR instructions the PTX instruction it
+    came from with the forms the group had when it was read (a group whose instructions
+    no longer have those forms was rewritten and is printed from the IR)."""
+    groups: dict[int, list[tuple]] = {}
+    for instr in kernel.instructions():
+        if instr.group is not None:
+            groups.setdefault(instr.group, []).append(instr.form())
+    return {
+        "linkage": tuple(fn.linkage),
+        "params": tuple(fn.params),
+        "directives": tuple(fn.directives),
+        "symbols": dict(info.symbol_details),
+        "param_decls": dict(info.param_decls),
+        "labels": frozenset(lowering.own_labels),
+        "forms": dict(lowering.group_forms),
+        "group_forms": {g: tuple(forms) for g, forms in groups.items()},
+        "inlined": dict(lowering.inlined_groups),
+        "inlined_forms": dict(lowering.inlined_forms),
+        "bodies": {body.fn.name: (frozenset(body.registers), frozenset(body.register_ranges),
+                                  frozenset(body.labels), dict(body.symbol_details))
+                   for body in lowering.bodies[1:]},
+    }
+
+
+def _register_table(lowering: _KernelLowering, instructions: list[ir.Instruction],
+                    guard_temps: dict[str, str]) -> dict[str, str]:
+    """The type of every register of the kernel: as declared; a guard temporary has the
+    type of the register its select updates; the others (`.param` slots, parameters of
+    inlined functions, the carry flag) as their defining instruction says."""
+    table = dict(lowering.var_types)
+    for temp, dest in guard_temps.items():
+        if dest in table:
+            table[temp] = table[dest]
+    table = infer_types(instructions, table)
+    # A `.param` slot no instruction types (the result of an indirect call): its
+    # declaration's type, when it declares a scalar.
+    declared = lowering.kernel_info.param_decls
+    for instr in instructions:
+        for name in (*instr.used_vars, *([instr.dest] if instr.dest else [])):
+            type_, _, size = declared.get(name.split("+", 1)[0], ("", 0, 0))
+            if name not in table and type_ and size == _type_bytes(type_):
+                table[name] = type_
+    return table
+
+
+def _split_blocks(items: list, referenced: set[str]) -> list[ir.Block]:
+    """Basic blocks: a referenced label starts a block, as does the instruction after a
+    terminator. Labels nothing branches to (debug markers) do not split a block."""
+    blocks: list[ir.Block] = []
+    pending: list[tuple[str, ir.Loc, bool]] = []
+    current: ir.Block | None = None
+    counter = 0
+    for item in items:
+        if isinstance(item, tuple):
+            _, name, loc, user = item
+            if (name not in referenced and not pending and current is not None
+                    and current.terminator is None):
+                continue
+            pending.append((name, loc, user))
+            continue
+        if pending or current is None or current.terminator is not None:
+            if pending:
+                keep = [p for p in pending if p[0] in referenced] or [pending[0]]
+                for name, loc, user in keep[:-1]:
+                    blocks.append(ir.Block(name, [], loc, user_label=user))
+                name, loc, user = keep[-1]
+                pending = []
+            else:
+                counter += 1
+                name, loc, user = f"bb{counter}", item.loc, False
+            current = ir.Block(name, [], loc, user_label=user)
+            blocks.append(current)
+        current.instructions.append(item)
+    for name, loc, user in pending:
+        if name in referenced:
+            blocks.append(ir.Block(name, [], loc, user_label=user))
+    return blocks
+
+
+def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
+    """Make a generic load/store/atomic a `.local` one when its address may point into
+    thread-private memory (derived from `cvta.local` or from a `.local` symbol).
+
+    Flow-insensitive: a register may point wherever any value assigned to it may point.
+    Only `.local` is inferred: it is what makes a load a source of divergence."""
+    local: set[str] = set()
+    users: dict[str, list[ir.Instruction]] = {}
+    for instr in instructions:
+        if instr.kind != ir.ASSIGN or instr.dest is None:
+            continue
+        opcode = str(instr.attrs.get("opcode", ""))
+        if opcode.startswith("cvta.local") or "local" in instr.attrs.get("symbol_spaces", ()):
+            local.add(instr.dest)
+        for name in instr.used_vars:
+            users.setdefault(name, []).append(instr)
+    work = list(local)
+    while work:
+        name = work.pop()
+        for instr in users.get(name, ()):
+            if instr.dest not in local:
+                local.add(instr.dest)
+                work.append(instr.dest)
+    for instr in instructions:
+        if instr.space != "generic" or instr.kind not in (ir.LOAD, ir.STORE, ir.ATOMIC):
+            continue
+        address = instr.args[0] if instr.args else None
+        if ((isinstance(address, ir.Var) and address.name in local)
+                or instr.attrs.get("symbol_space") == "local"):
+            instr.space = "local"
+            instr.attrs["generic"] = True
+
+
+def _launch_directives(directives: list[str]) -> dict[str, tuple[int, ...]]:
+    """`.reqntid` and `.maxntid` of a header (`.reqntid 32, 8, 1` → {"reqntid": (32, 8,
+    1)}): the block shape a kernel requires or bounds (gpudiv.analyses.launch_shape)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for directive in directives:
+        name, _, values = directive.partition(" ")
+        if name in (".reqntid", ".maxntid"):
+            try:
+                found[name[1:]] = tuple(_number(v) for v in values.split(", ") if v)
+            except ValueError:
+                continue
+    return found

@@ -1,0 +1,60 @@
+"""CFG construction, dominance, loops and dedicated loop exits."""
+
+from gpudiv.ir.cfg import ENTRY, EXIT, build_cfg, reconvergence_points
+from gpudiv.lang.musimd.parse import parse_musimd
+
+
+def cfg_of(text: str):
+    program = parse_musimd(text, "t.musimd")
+    assert not program.errors
+    return build_cfg(program.kernels[0])
+
+
+def test_if_else_post_dominator_and_edges():
+    cfg = cfg_of("kernel k()\n bz tid, E\n x = 1\n jump J\nE: x = 2\nJ: sync\n stop\n")
+    assert set(cfg.graph.edges) == {(ENTRY, "bb1"), ("bb1", "bb2"), ("bb1", "E"),
+                                    ("bb2", "J"), ("E", "J"), ("J", EXIT)}
+    assert cfg.ipdom["bb1"] == "J"
+    assert cfg.idom["J"] == "bb1"
+    assert cfg.loops == {}
+
+
+def test_unreachable_blocks_are_removed():
+    cfg = cfg_of("kernel k()\n jump B\nDEAD: x = 1\nB: stop\n")
+    assert cfg.unreachable == ["DEAD"]
+    assert "DEAD" not in cfg.graph
+
+
+def test_endless_loop_gets_an_exit_for_post_dominance():
+    cfg = cfg_of("kernel k()\nL: x = 1\n jump L\n")
+    assert cfg.no_exit == ["L"]
+    assert cfg.ipdom["L"] == EXIT
+
+
+def test_nested_loops_forest():
+    cfg = cfg_of("kernel k()\nO: bz tid, D\nI: bz laneid, X\n jump I\nX: sync\n jump O\n"
+                 "D: sync\n stop\n")
+    assert set(cfg.loops) == {"O", "I"}
+    assert cfg.loops["I"].parent == "O"
+    assert cfg.loops["I"].blocks < cfg.loops["O"].blocks
+    assert cfg.loop_exits == {"I": ["X"], "O": ["D"]}
+
+
+def test_exit_into_a_join_gets_a_dedicated_block():
+    # The loop exits into J, which is also reached from before the loop.
+    cfg = cfg_of("kernel k(n)\n bz n, J\nH: bz tid, J\n jump H\nJ: sync\n stop\n")
+    assert cfg.loop_exits == {"H": ["J^H"]}
+    assert cfg.synthetic == {"J^H": "J"}
+    assert set(cfg.graph.successors("H")) == {"bb2", "J^H"}
+    assert list(cfg.graph.successors("J^H")) == ["J"]
+
+
+def test_reconvergence_points_skip_synthetic_loop_exits():
+    text = ("kernel k(n)\n i = 0\n bz n, OUT\nLOOP: c = i < tid\n bz c, OUT\n i = i + 1\n"
+            " jump LOOP\nOUT: shared[0] = i\n stop\n")
+    cfg = build_cfg(parse_musimd(text, "k.musimd").kernels[0])
+    assert cfg.ipdom["LOOP"] == "OUT^LOOP" and cfg.synthetic == {"OUT^LOOP": "OUT"}
+    points = reconvergence_points(cfg)
+    assert points["LOOP"] == "OUT"  # not the dedicated exit block cfg.synthetic adds
+    assert points["OUT"] == EXIT
+    assert not set(points) & set(cfg.synthetic)

@@ -1,0 +1,144 @@
+"""The random PTX generator: the front end and ptxas accept its kernels, and they keep the
+control flow and the behaviour of the μ-SIMD programs they translate."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+
+import pytest
+
+from gpudiv import ir
+from gpudiv.interp.musimd import LaunchConfig, run_kernel
+from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+from gpudiv.ir.cfg import build_cfg
+from gpudiv.lang.load import parse_text
+from gpudiv.lang.musimd.parse import parse_musimd
+from gpudiv.verify.randprog import random_program
+from gpudiv.verify.randptx import musimd_to_ptx, random_ptx
+
+
+def _ptx_kernel(text: str) -> ir.Kernel:
+    """The single kernel of a PTX text; fails on any diagnostic."""
+    program = parse_text(text, "random.ptx", "ptx")
+    assert not program.diagnostics, (program.diagnostics[:3], text)
+    assert len(program.kernels) == 1
+    return program.kernels[0]
+
+
+def _musimd_kernel(text: str) -> ir.Kernel:
+    """The single kernel of a μ-SIMD text."""
+    program = parse_musimd(text, "random.musimd")
+    assert not program.errors, program.errors
+    return program.kernels[0]
+
+
+def _cycles(kernel: ir.Kernel) -> list[tuple[int, tuple[str, ...]]]:
+    """Each cycle of the loop-nesting forest as (depth, its headers' μ-SIMD labels)."""
+    cfg = build_cfg(kernel)
+    return sorted((loop.depth, tuple(sorted(h.removeprefix("$L_") for h in loop.headers)))
+                  for loop in cfg.loops.values())
+
+
+@pytest.mark.parametrize("cycles", [True, False], ids=["cycles", "unstructured"])
+def test_front_end_accepts_and_cycles_are_kept(cycles: bool) -> None:
+    for seed in range(40):
+        text = random_program(seed, 25, cycles=cycles, unstructured=True)
+        musimd = _musimd_kernel(text)
+        ptx = _ptx_kernel(musimd_to_ptx(musimd))
+        assert ptx.name == "rand" and ptx.params == ["n", "k"]
+        assert _cycles(ptx) == _cycles(musimd), text
+
+
+class _Branches:
+    """Observer recording each conditional branch outcome: (ordinal, lanes, jumping lanes)."""
+
+    def __init__(self, kernel: ir.Kernel) -> None:
+        branches = [n for n, i in enumerate(kernel.instructions()) if i.kind == ir.BRANCH]
+        self.ordinal = {pc: k for k, pc in enumerate(branches)}
+        self.seen: Counter = Counter()
+
+    def before(self, *args) -> None:
+        """Nothing to record before an instruction."""
+
+    def branch(self, warp, instruction, active, jumps) -> None:
+        """Record one outcome."""
+        lanes = tuple(int(t) for t in active)
+        self.seen[(self.ordinal[instruction], lanes,
+                   tuple(t for t, j in zip(lanes, jumps, strict=True) if j))] += 1
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_same_branch_outcomes_as_the_musimd_program(seed: int) -> None:
+    """One warp of 32 threads, same parameters: every conditional branch of the PTX kernel
+    splits the lanes exactly as the μ-SIMD branch it translates, as often."""
+    text = random_program(seed, 25, cycles=True)
+    musimd = _musimd_kernel(text)
+    ptx = _ptx_kernel(musimd_to_ptx(musimd))
+    params = {"n": seed % 7 - 2, "k": seed % 5}
+    expected, observed = _Branches(musimd), _Branches(ptx)
+    run_kernel(musimd, LaunchConfig(32, 32, params, reconvergence="ipdom"), observer=expected)
+    run_ptx_kernel(ptx, PtxLaunch(block=(32, 1, 1), args=dict(params)), observer=observed)
+    assert observed.seen == expected.seen, text
+
+
+def test_deterministic_and_named() -> None:
+    assert random_ptx(3, 20) == random_ptx(3, 20)
+    assert random_ptx(3, 20) != random_ptx(4, 20)
+    assert ".visible .entry foo(.param .s32 n, .param .s32 k)" in random_ptx(3, name="foo")
+
+
+EVERY_CONSTRUCT = """kernel all(n, k)
+      a = tid + n
+      b = a / 3
+      c = a % -2
+      d = 7 << laneid
+      e = d >> 2
+      f = a min warpid
+      g = ntid max 1
+      h = - a
+      i = ! b
+      j = ~ c
+      s = a & 15
+      shared[s] = j
+      shared[-1] = 4
+      local[3] = h
+      x = shared[5]
+      y = local[s]
+      z = atominc shared[s]
+      w = atomadd shared[2], x
+      barrier
+      p = a < k
+      bz p, L
+      sync
+L:    q = a != 0
+      bnz q, M
+      jump M
+M:    stop
+"""
+
+
+def test_every_musimd_construct_translates() -> None:
+    ptx = musimd_to_ptx(_musimd_kernel(EVERY_CONSTRUCT))
+    for opcode in ("div.s32", "rem.s32", "shl.b32", "shr.s32", "min.s32", "max.s32",
+                   "neg.s32", "not.b32", "st.shared.u32", "st.local.u32", "ld.shared.u32",
+                   "ld.local.u32", "atom.shared.add.u32", "bar.sync 0", "setp.lt.s32",
+                   "bra.uni", "ret", "%laneid", "%warpid", "%ntid.x", "%tid.x"):
+        assert opcode in ptx, opcode
+    _ptx_kernel(ptx)
+
+
+PTXAS = shutil.which("ptxas")
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas is not installed")
+@pytest.mark.parametrize("seed", [None, 0, 1, 2, 17, 40])
+def test_ptxas_accepts(tmp_path, seed: int | None) -> None:
+    """ptxas -arch=sm_80 accepts random kernels and every construct, without a warning."""
+    path = tmp_path / "random.ptx"
+    path.write_text(random_ptx(seed, 30) if seed is not None
+                    else musimd_to_ptx(_musimd_kernel(EVERY_CONSTRUCT)))
+    done = subprocess.run([PTXAS, "-arch=sm_80", str(path), "-o", str(tmp_path / "r.cubin")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
