@@ -266,7 +266,8 @@ def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Sig
 def _ground_and_solve(rule_files: list[Path | str], program: str,
                       show: list[tuple[str, int]] | None,
                       known: set[tuple[str, int]] | None,
-                      hide: Signatures = frozenset()) -> SolveResult:
+                      hide: Signatures = frozenset(),
+                      options: tuple[str, ...] = ()) -> SolveResult:
     """One clingo run: the shown symbols of the first model, times and counts (see `solve`)."""
     messages: list[str] = []
     undefined: list[str] = []
@@ -281,7 +282,7 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
         messages.append(message)
 
     quiet = not show and known is None
-    control = clingo.Control(["--warn=none"] if quiet else [], logger=logger,
+    control = clingo.Control([*(["--warn=none"] if quiet else []), *options], logger=logger,
                              message_limit=20 if quiet else 1000)
     try:
         _load_rules(control, rule_files, hide)
@@ -352,12 +353,12 @@ def _cap_memory(megabytes: int) -> None:
 
 
 def _child_outcome(rule_files, program, show, known, megabytes: int,
-                   hide: Signatures = frozenset()) -> tuple:
+                   hide: Signatures = frozenset(), options: tuple[str, ...] = ()) -> tuple:
     """What a limited run sends back: ("ok", times, counts, shown atoms as text),
     ("rule", message) or ("memory",)."""
     try:
         _cap_memory(megabytes)
-        result = _ground_and_solve(rule_files, program, show, known, hide)
+        result = _ground_and_solve(rule_files, program, show, known, hide, options)
     except RuleError as error:
         if "bad_alloc" in str(error):
             return ("memory",)
@@ -373,13 +374,14 @@ def _child_outcome(rule_files, program, show, known, megabytes: int,
 def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               show: list[tuple[str, int]] | None,
                               known: set[tuple[str, int]] | None,
-                              budget: Budget, hide: Signatures = frozenset()) -> SolveResult:
+                              budget: Budget, hide: Signatures = frozenset(),
+                              options: tuple[str, ...] = ()) -> SolveResult:
     """`_ground_and_solve` in a child process under the budget; RuleError naming the
     user's rule files when it runs out of time or memory."""
     names = ", ".join(users_rule_files(rule_files)) or "rules"
     outcomes: list[tuple] = []
     end = run_in_child(0, 1, lambda _: _child_outcome(rule_files, program, show, known,
-                                                      budget.megabytes, hide),
+                                                      budget.megabytes, hide, options),
                        budget.seconds if budget.seconds > 0 else None,
                        lambda _, outcome: outcomes.append(outcome))
     status = end.status
@@ -406,7 +408,8 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
 def solve(rule_files: list[Path | str], facts: str, extra: str = "",
           show: list[tuple[str, int]] | None = None,
           known: set[tuple[str, int]] | None = None,
-          budget: Budget | None = None, hide: Signatures = frozenset()) -> SolveResult:
+          budget: Budget | None = None, hide: Signatures = frozenset(),
+          options: tuple[str, ...] = ()) -> SolveResult:
     """Ground and solve facts with the rule files; return the atoms of the first model.
 
     With `known` (the signatures a user's rule may read without defining them: the input
@@ -415,15 +418,16 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
 
     `budget` limits time and memory (`Budget`); by default a run with a user's rule file
     gets `DEFAULT_BUDGET` and a run of the shipped rules none. `hide`: relations that
-    shipped rule files `#show` but the caller does not need.
+    shipped rule files `#show` but the caller does not need. `options`: clingo command-line
+    options for this run (e.g. an optimisation strategy).
     """
     if budget is None:
         budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
     if budget.limited and can_fork():  # no limits where processes cannot fork
         result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
-                                           hide)
+                                           hide, options)
     else:
-        result = _ground_and_solve(rule_files, facts + extra, show, known, hide)
+        result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options)
     for symbol in result.symbols:
         name, arguments = _atom(symbol)
         result.atoms[name].append(arguments)
