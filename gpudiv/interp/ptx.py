@@ -7,7 +7,7 @@ the `Observer` protocol of the μ-SIMD interpreter. What the lowering does not s
 analyses (address displacements, vector elements, register types, symbol layouts, the
 operands of `vote`/`activemask`) comes from `Instruction.attrs` and `Kernel.attrs`.
 
-The machine (DESIGN.md, "Semantics choices for PTX"):
+The machine (docs/design.md, "Semantics choices for PTX"):
 
 - a grid of blocks runs one block after another (x fastest); each block is split into
   warps of 32 threads by linear thread id (x fastest, then y, then z);

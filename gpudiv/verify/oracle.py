@@ -1,7 +1,7 @@
 """The soundness oracle: run a kernel on the interpreter and check every analysis claim.
 
 A claim is checked at every dynamic use of an SSA variable, over the lanes active at that
-use (DESIGN.md, "Verification"): uniform ⇒ all values equal; constant k ⇒ all equal k;
+use (docs/design.md, "Verification"): uniform ⇒ all values equal; constant k ⇒ all equal k;
 uniform branch ⇒ never splits the warp. Affine analyses also claim polynomials in the
 thread id: (a2, a1, k) with known a2, a1 ⇒ value = a2·tid² + a1·tid + k (mod 2^32) in each
 lane; (a2, a1, ⊥) ⇒ value − a2·tid² − a1·tid is the same in all active lanes (mod 2^32).

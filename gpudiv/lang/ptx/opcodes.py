@@ -12,7 +12,8 @@ from gpudiv.lang.ptx.forms import TYPE_BYTES as _TYPE_BYTES
 
 # Special registers that hold one value in all lanes of a warp. Every other special
 # register (%tid.*, %laneid, %clock*, %globaltimer*, %lanemask_*, %pm*, unknown ones) is
-# divergent; DESIGN.md: %tid.y/%tid.z are divergent unless the launch shape says otherwise.
+# divergent; docs/design.md "Semantics choices for PTX": %tid.y/%tid.z are divergent
+# unless the launch shape says otherwise.
 UNIFORM_SPECIALS = frozenset({
     "%ntid", "%ctaid", "%nctaid", "%gridid", "%warpid", "%nwarpid", "%smid", "%nsmid",
     "%total_smem_size", "%dynamic_smem_size", "%aggr_smem_size", "%is_explicit_cluster",

@@ -23,7 +23,7 @@ Reading happens in four steps, each in its own module:
 This module reads a file through these steps (`parse_ptx`).
 
 The decisions (what is uniform, how calls and guards are modelled) are documented in
-`docs/ptx.md`; DESIGN.md "Semantics choices for PTX" is the specification.
+`docs/ptx.md`; docs/design.md "Semantics choices for PTX" is the specification.
 """
 
 from __future__ import annotations

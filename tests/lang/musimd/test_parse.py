@@ -1,11 +1,12 @@
-"""The μ-SIMD front end: syntax of DESIGN.md, blocks, labels, diagnostics."""
+"""The μ-SIMD front end: the syntax of docs/design.md ("μ-SIMD syntax and semantics"),
+blocks, labels, diagnostics."""
 
 import pytest
 
 from gpudiv import ir
 from gpudiv.lang.musimd.parse import parse_musimd
 
-ALL_FORMS = """# every instruction form of DESIGN.md
+ALL_FORMS = """# every instruction form of docs/design.md
 kernel forms(p1, p2)
 L0:
   v = p1
