@@ -45,7 +45,7 @@ from gpudiv.analyses.results import KernelResult
 from gpudiv.lang.printing import PrintError
 from gpudiv.lang.ptx.forms import PInstr
 from gpudiv.lang.ptx.parse import parse_ptx
-from gpudiv.lang.ptx.printer import instruction_text, print_kernel, print_ptx
+from gpudiv.lang.ptx.printer import instruction_text, operand_names, print_kernel, print_ptx
 from gpudiv.transforms.linear_scan import Assignment, Interval, intervals, scan
 from gpudiv.transforms.liveness import LivenessError, liveness
 from gpudiv.transforms.spill_rules import (
@@ -89,20 +89,6 @@ class _Op:
     writes: list[str] = field(default_factory=list)
 
 
-def _names(op: tuple) -> list[str]:
-    """Names an operand mentions."""
-    tag = op[0]
-    if tag in ("r", "i"):
-        return [op[1]]
-    if tag in ("s", "!"):
-        return _names(op[1])
-    if tag in ("v", "a", "p"):
-        return [n for o in op[1] for n in _names(o)]
-    if tag == "|":
-        return _names(op[1]) + _names(op[2])
-    return []
-
-
 def _renamed(op: tuple, names: dict[str, str]) -> tuple:
     """An operand with its registers renamed."""
     tag = op[0]
@@ -124,7 +110,7 @@ def ptx_registers(kernel: ir.Kernel) -> dict[str, str]:
     source = kernel.attrs["ptx_source"]
     mentioned: set[str] = set()
     for pi in source["forms"].values():
-        mentioned.update(n for o in pi.operands for n in _names(o))
+        mentioned.update(n for o in pi.operands for n in operand_names(o))
         if pi.guard:
             mentioned.add(pi.guard)
     return {n: t for n, t in kernel.registers.items()
@@ -159,7 +145,7 @@ def body_ops(kernel: ir.Kernel, regs: dict[str, str]) -> list[_Op | str]:
             if instr.dest in regs and instr.dest not in op.writes:
                 op.writes.append(instr.dest)
     for op in ops.values():
-        mentioned = [n for o in op.pi.operands for n in _names(o)]
+        mentioned = [n for o in op.pi.operands for n in operand_names(o)]
         mentioned += [op.pi.guard] if op.pi.guard else []
         op.reads += [n for n in dict.fromkeys(mentioned)
                      if n in regs and n not in op.reads and n not in op.writes]

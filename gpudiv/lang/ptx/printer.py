@@ -171,17 +171,17 @@ def instruction_text(pi: PInstr) -> str:
     return f"{guard}{pi.opcode}{' ' + operands if operands else ''};"
 
 
-def _names(op: tuple) -> list[str]:
+def operand_names(op: tuple) -> list[str]:
     """The `%`-names and identifiers an operand mentions."""
     tag = op[0]
     if tag in ("r", "i"):
         return [op[1]]
     if tag in ("s", "!"):
-        return _names(op[1])
+        return operand_names(op[1])
     if tag in ("v", "a", "p"):
-        return [n for o in op[1] for n in _names(o)]
+        return [n for o in op[1] for n in operand_names(o)]
     if tag == "|":
-        return _names(op[1]) + _names(op[2])
+        return operand_names(op[1]) + operand_names(op[2])
     return []
 
 
@@ -339,7 +339,7 @@ class _Body:
             pi = self.renamed(*record)
             self.loc(instr.attrs.get("origin"))
             self.mention_source(pi)
-            spelled = {n: _legal(n) for o in pi.operands for n in _names(o) if "@" in n}
+            spelled = {n: _legal(n) for o in pi.operands for n in operand_names(o) if "@" in n}
             guard = _legal(pi.guard) if pi.guard else None
             pi = PInstr(guard, pi.negated, pi.opcode, [_rename(o, spelled) for o in pi.operands],
                         pi.line, pi.column, pi.text)
@@ -357,7 +357,7 @@ class _Body:
         self.callee_symbols.update(symbols)
         names: dict[str, str] = {}
         for op in pi.operands:
-            for name in _names(op):
+            for name in operand_names(op):
                 stem = name.rstrip("0123456789")
                 if name in registers or (stem != name and stem in ranges):
                     names[name] = name + suffix
@@ -383,7 +383,8 @@ class _Body:
         self.origin = origin  # type: ignore[assignment]
 
     def mention_source(self, pi: PInstr) -> None:
-        names = [n for o in pi.operands for n in _names(o)] + ([pi.guard] if pi.guard else [])
+        names = [n for o in pi.operands for n in operand_names(o)]
+        names += [pi.guard] if pi.guard else []
         self.registers.update(n for n in names if n in self.kernel.registers)
 
     def mention(self, value: ir.Operand) -> str:
