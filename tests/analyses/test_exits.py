@@ -69,7 +69,9 @@ def test_trapping_default_keeps_the_loop_counters_uniform(analysis):
 
 
 @pytest.mark.parametrize("analysis", ANALYSES)
-@pytest.mark.parametrize("path", EXITS_CUDA + [EXIT_FROM_LOOP], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [EXITS_CUDA[0], EXIT_FROM_LOOP,
+                                  pytest.param(EXITS_CUDA[1], marks=pytest.mark.slow)],
+                         ids=lambda p: p.name)
 def test_every_claim_holds_on_the_interpreter(path, analysis):
     for seed in range(2):
         for report in check(analyze(path, analysis=analysis), seed=seed):

@@ -17,6 +17,13 @@ from gpudiv.lang.load import parse_text
 # Overflow to infinity and NaN from infinities are expected here, not warnings to show.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
+
+def scaled(ci_examples: int) -> int:
+    """The examples of a property under the profile (tests/conftest.py): the `ci` count,
+    a tenth of it under `dev`, three times it under `thorough`."""
+    return max(10, ci_examples * settings.default.max_examples // 100)
+
+
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 EXACT = {
     "add": lambda a, b: exact(a) + exact(b),
@@ -67,7 +74,7 @@ def run_op(opcode: str, *operands):
 @pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
 @pytest.mark.parametrize("root", ["add", "sub", "mul", "div"])
 def test_binary_directed_rounding(root, mode, type_):
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=scaled(150), deadline=None)
     @given(floats_of(type_), floats_of(type_))
     def check(a, b):
         if root == "div" and b == 0:
@@ -81,7 +88,7 @@ def test_binary_directed_rounding(root, mode, type_):
 @pytest.mark.parametrize("type_", ["f32", "f64"])
 @pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
 def test_fma_and_mad_directed_rounding(mode, type_):
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=scaled(150), deadline=None)
     @given(floats_of(type_), floats_of(type_), floats_of(type_))
     def check(a, b, c):
         dt = DTYPES[type_]
@@ -93,7 +100,7 @@ def test_fma_and_mad_directed_rounding(mode, type_):
 
 @pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
 def test_conversions_with_directed_rounding(mode):
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=scaled(200), deadline=None)
     @given(floats_of("f64"), st.integers(-2**63, 2**63 - 1), st.integers(0, 2**64 - 1))
     def check(x, s64, u64):
         assert_directed(run_op(f"cvt.{mode}.f32.f64", np.float64(x)), Fraction(x), mode,
@@ -140,7 +147,7 @@ def test_square_root_directed_rounding(mode, type_):
     """√x is irrational in general: compare squares (v ≤ √x ⇔ v² ≤ x for v ≥ 0)."""
     dt = DTYPES[type_]
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=scaled(200), deadline=None)
     @given(floats_of(type_).map(abs))
     def check(x):
         x = dt(x)
