@@ -10,27 +10,15 @@ import numpy as np
 from gpudiv import ir
 from gpudiv.interp.ptx_ops import bits, canonical, dtype, kind, signed, unsigned
 from gpudiv.lang.ptx.types import TYPE_NAMES as _TYPE_NAMES
-from gpudiv.lang.ptx.types import guess_type as _guess_type
+from gpudiv.lang.ptx.types import infer_types
 
 STORAGE = {1: np.bool_, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def register_types(kernel: ir.Kernel) -> dict[str, str]:
     """The PTX type of every register the kernel reads or writes."""
-    types = dict(kernel.registers)
-    for name in kernel.params:
-        types[name] = "b64"
     instructions = kernel.instructions()
-    for _ in range(3):
-        changed = False
-        for instr in instructions:
-            if instr.dest is not None and instr.dest not in types:
-                guess = _guess_type(instr, types)
-                if guess is not None:
-                    types[instr.dest] = guess
-                    changed = True
-        if not changed:
-            break
+    types = infer_types(instructions, {**kernel.registers, **dict.fromkeys(kernel.params, "b64")})
     for instr in instructions:
         for name in (*instr.used_vars, *([instr.dest] if instr.dest else [])):
             types.setdefault(name, "b64")
