@@ -8,15 +8,17 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gpudiv.cli.common import add_block_option, block_option, progress_display
-from gpudiv.cli.main import (
-    COMMANDS,
+from gpudiv.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_VIOLATION,
-    _check_numbers,
-    _print_diagnostics,
+    add_block_option,
+    block_option,
+    check_numbers,
+    print_diagnostics,
+    progress_display,
 )
+from gpudiv.cli.main import COMMANDS
 
 if TYPE_CHECKING:
     from gpudiv import api
@@ -36,7 +38,7 @@ def _analyze_files(paths: list[str], analysis: str, stage=None,
             print(str(error), file=sys.stderr)
             failed = True
             continue
-        failed = _print_diagnostics(result.diagnostics) or failed
+        failed = print_diagnostics(result.diagnostics) or failed
         files.append(result)
     return files, failed
 
@@ -47,7 +49,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from gpudiv.report.corpus import collect_inputs
     from gpudiv.report.documents import check_json, render_check
 
-    _check_numbers(args)
+    check_numbers(args)
     paths = collect_inputs(args.files)
     progress = progress_display(len(paths))
     task = progress.add_task("", total=None) if progress is not None else None

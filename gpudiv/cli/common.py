@@ -20,7 +20,10 @@ if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpud
     from gpudiv.analyses.solve import Budget
 
 
-EXIT_OK, EXIT_ERROR = 0, 2
+# Exit statuses of every command: 1 when a check finds a violation or a rewrite differs,
+# 2 on bad input.
+EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
+EXIT_DIFFERS = EXIT_VIOLATION
 
 
 class CommandError(Exception):
@@ -208,3 +211,23 @@ def block_option(args: argparse.Namespace) -> BlockShape | None:
         return parse_block(text)
     except ValueError as error:
         raise CommandError(f"error: {error}") from None
+
+
+def print_diagnostics(diagnostics) -> bool:
+    """Print diagnostics to stderr; True if any is an error."""
+    failed = False
+    for d in diagnostics:
+        print(str(d), file=sys.stderr)
+        failed = failed or d.severity == "error"
+    return failed
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Options that must be positive (or not negative), named when they are not."""
+    for option, least in (("threads", 1), ("warp", 1), ("max_steps", 1), ("seed", 0),
+                          ("dynamic_shared", 0)):
+        value = getattr(args, option, None)
+        if value is not None and value < least:
+            flag = "--" + option.replace("_", "-")
+            raise CommandError(f"error: {flag} must be {'at least 1' if least else '0 or more'}"
+                               f" (got {value})")

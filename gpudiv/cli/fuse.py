@@ -15,12 +15,12 @@ import json
 import sys
 from pathlib import Path
 
+from gpudiv.cli.common import EXIT_DIFFERS, EXIT_ERROR, EXIT_OK
 from gpudiv.interp.host import HostRun, HostRunError
 from gpudiv.lang.host.parse import HostError
 from gpudiv.transforms.base import PassError
 from gpudiv.verify.host_check import HostTransform, run_host_file, transform_host
 
-EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
 HOST_SUFFIX = ".host"
 
 

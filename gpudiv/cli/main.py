@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from gpudiv import __version__
-from gpudiv.cli.common import CommandError, OneLineArgumentParser
+from gpudiv.cli.common import EXIT_ERROR, CommandError, OneLineArgumentParser
 
 # Every subcommand: the module whose `register` adds it and its help line.
 # `gpudiv --help` lists them from here and `gpudiv CMD` imports only CMD's module,
@@ -43,29 +43,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("gpudiv.cli.run", "run a kernel on the reference SIMD interpreter"),
     "check": ("gpudiv.cli.check", "check the analysis claims on the interpreter"),
 }
-
-EXIT_OK, EXIT_VIOLATION, EXIT_ERROR = 0, 1, 2
-
-
-def _print_diagnostics(diagnostics) -> bool:
-    """Print diagnostics to stderr; True if any is an error."""
-    failed = False
-    for d in diagnostics:
-        print(str(d), file=sys.stderr)
-        failed = failed or d.severity == "error"
-    return failed
-
-
-def _check_numbers(args: argparse.Namespace) -> None:
-    """Options that must be positive (or not negative), named when they are not."""
-    for option, least in (("threads", 1), ("warp", 1), ("max_steps", 1), ("seed", 0),
-                          ("dynamic_shared", 0)):
-        value = getattr(args, option, None)
-        if value is not None and value < least:
-            flag = "--" + option.replace("_", "-")
-            raise CommandError(f"error: {flag} must be {'at least 1' if least else '0 or more'}"
-                               f" (got {value})")
-
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser with all subcommands; with `command`, only that subcommand's

@@ -8,8 +8,15 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gpudiv.cli.common import CommandError, choose_kernel
-from gpudiv.cli.main import COMMANDS, EXIT_ERROR, EXIT_OK, _check_numbers, _print_diagnostics
+from gpudiv.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    CommandError,
+    check_numbers,
+    choose_kernel,
+    print_diagnostics,
+)
+from gpudiv.cli.main import COMMANDS
 
 if TYPE_CHECKING:
     from gpudiv import api
@@ -80,9 +87,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     from gpudiv.lang.load import load
 
-    _check_numbers(args)
+    check_numbers(args)
     program = load(args.file)
-    failed = _print_diagnostics(program.diagnostics)  # errors in the file: exit status 2
+    failed = print_diagnostics(program.diagnostics)  # errors in the file: exit status 2
     if failed and not program.kernels:
         return EXIT_ERROR
     kernel = program.kernel(choose_kernel(args.file, [k.name for k in program.kernels],

@@ -21,11 +21,10 @@ from gpudiv.analyses.structure import (
     analyze_file,
     summarize,
 )
+from gpudiv.cli.common import EXIT_ERROR, EXIT_OK
 from gpudiv.lang.load import LoadError, load
 from gpudiv.report.corpus import collect_inputs
 from gpudiv.verify.schemes import SchemeComparison, compare_schemes, default_launches
-
-EXIT_OK, EXIT_ERROR = 0, 2
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from gpudiv.cli.common import CommandError
+from gpudiv.cli.common import EXIT_DIFFERS, EXIT_ERROR, EXIT_OK, CommandError
 from gpudiv.cli.fuse import is_host_file, transform_host_files
 from gpudiv.interp.simt import RECONVERGENCE_MODES
 from gpudiv.lang.load import LoadError
@@ -30,7 +30,6 @@ from gpudiv.transforms.motion_explain import MotionExplanation, Point
 from gpudiv.transforms.spill_rules import ALLOCATORS
 from gpudiv.verify.transform_check import FileTransform, TransformError, transform
 
-EXIT_OK, EXIT_DIFFERS, EXIT_ERROR = 0, 1, 2
 ALLOCATOR_NAMES = tuple(ALLOCATORS)
 DIVERGENCE_ANALYSES = ("simple", "affine", "affine2")
 
