@@ -2,9 +2,10 @@
 
 For each shape of `scaling_inputs.py` (straight-line code, loop nests, many branches,
 calls, `-G`-style local memory) and each size N (instructions asked for; the table shows
-the IR instructions actually analysed, calls inlined), one fresh process generates the
+the IR instructions actually analysed, calls inlined), a fresh process generates the
 kernel, warms up on a small one of the same shape (grammar and rule loading are start-up,
-not scaling), then times each stage once per `--repeat` and keeps the median:
+not scaling), then times each stage once; the table keeps each stage's median over the
+processes of that size:
 
 | stage | what is timed |
 |---|---|
@@ -21,19 +22,32 @@ Times are processor time by default (`--clock cpu`: the child process makes
 it imports gpudiv), so that other work on a shared machine does not bend the fits;
 `--clock wall` keeps wall-clock time.
 
+Each size is measured in `--repeat` fresh processes at least, and in more (up to
+`--max-repeat`) until their total processor time reaches `--min-ms`, so that a small
+kernel's stages of a millisecond or two are medians of many runs; every run starts from a
+fresh heap, as `gpudiv analyze` does (repeats in one process would reuse freed memory and
+skip the page faults that the single run of a large size pays).
+
 After the table, the fitted exponent of each stage per shape: the least-squares slope of
 log(time) against log(instructions) over the sizes (1 linear, 2 quadratic). Stages under
 `--floor` ms at a size are left out of the fit there (timer noise); `-` when fewer than
-two sizes remain.
+two sizes remain. The work done is fitted too: `atoms`, clingo's ground atoms (the size of
+the ground program), and with `--counts` the Python function calls (cProfile, one more
+run per process) of reading (`parse` + `lower`), the analysis (`ssa`, `facts`, `other`),
+the findings and the report. Work exponents of 1.00 with time exponents above it mean the
+same operations cost more on a larger kernel (benchmarks/README.md: the working set
+outgrows the processor's caches).
 
     python benchmarks/bench_scaling.py                           # every shape, 1k..200k
     python benchmarks/bench_scaling.py --shapes branches --sizes 1000 10000 --repeat 3
     python benchmarks/bench_scaling.py --json                    # machine-readable rows
+    python benchmarks/bench_scaling.py --counts --sizes 1000 10000   # work done, too
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import math
 import statistics
@@ -48,10 +62,13 @@ from scaling_inputs import SHAPES  # noqa: E402
 STAGES = ("parse", "lower", "ssa", "facts", "ground", "solve", "other", "findings",
           "report")
 DEFAULT_SIZES = (1000, 3000, 10_000, 30_000, 100_000, 200_000)
+# Groups of stages whose Python function calls `--counts` counts (one profiler each).
+COUNTED = ("read", "analysis", "findings", "report")
 
 
-def _once(text: str, analysis: str) -> dict:
-    """Every stage's milliseconds on one kernel text, and its size."""
+def _once(text: str, analysis: str, counts: bool = False) -> dict:
+    """Every stage's milliseconds on one kernel text, its size and its ground atoms; with
+    `counts`, instead of times, the Python function calls of each group of `COUNTED`."""
     from gpudiv.analyses import get_analysis
     from gpudiv.analyses.findings import file_findings
     from gpudiv.api import analyze
@@ -60,37 +77,63 @@ def _once(text: str, analysis: str) -> dict:
     from gpudiv.report.documents import analysis_json
 
     get_analysis(analysis)
+    profiles = {group: cProfile.Profile() for group in COUNTED}
+
+    def counted(group: str, call):
+        """`call()`, under the group's profiler when counting."""
+        if not counts:
+            return call()
+        return profiles[group].runcall(call)
+
     with paused_gc():
-        program, read = parse_ptx_timed(text, "scaling.ptx")
+        program, read = counted("read", lambda: parse_ptx_timed(text, "scaling.ptx"))
     start = time.perf_counter()
-    analysed = analyze(program, analysis)
+    analysed = counted("analysis", lambda: analyze(program, analysis))
     wall = (time.perf_counter() - start) * 1000
     (kernel,) = analysed.kernels
     row = {"instructions": kernel.instructions, "blocks": kernel.blocks,
-           "parse": read["parse"], "lower": read["lower"]}
+           "atoms": kernel.stats.get("atoms", 0), "parse": read["parse"],
+           "lower": read["lower"]}
     for stage in ("ssa", "facts", "ground", "solve"):
         row[stage] = kernel.timing_ms.get(stage, 0.0)
     row["other"] = max(0.0, wall - sum(row[s] for s in ("ssa", "facts", "ground", "solve")))
     start = time.perf_counter()
-    findings = file_findings(analysed.path, analysed.kernels)
+    findings = counted("findings", lambda: file_findings(analysed.path, analysed.kernels))
     row["findings"] = (time.perf_counter() - start) * 1000
     analysed.cached_findings = findings
     start = time.perf_counter()
-    json.dumps(analysis_json([analysed]))
+    counted("report", lambda: json.dumps(analysis_json([analysed])))
     row["report"] = (time.perf_counter() - start) * 1000
+    if counts:
+        return {f"calls_{group}": _calls(profile) for group, profile in profiles.items()}
     return row
 
 
-def measure(shape: str, size: int, analysis: str, repeat: int) -> dict:
-    """Median stage times of one generated kernel (run in this process)."""
+def _calls(profile: cProfile.Profile) -> int:
+    """Function calls (Python and built-in) a profiler recorded."""
+    profile.create_stats()
+    return sum(calls for _, calls, _, _, _ in profile.stats.values())
+
+
+def measure(shape: str, size: int, analysis: str, counts: bool = False) -> dict:
+    """Stage times of one generated kernel, run once in this process after a warm-up;
+    with `counts`, the Python calls of one more run too."""
     _once(SHAPES[shape](min(size, 200)), analysis)  # warm-up: grammar, rules, imports
     text = SHAPES[shape](size)
-    runs = [_once(text, analysis) for _ in range(repeat)]
-    row = {"shape": shape, "size": size, "instructions": runs[0]["instructions"],
-           "blocks": runs[0]["blocks"]}
+    row = {"shape": shape, "size": size, **_once(text, analysis)}
+    if counts:
+        row.update(_once(text, analysis, counts=True))
+    return row
+
+
+def median_row(runs: list[dict]) -> dict:
+    """One row from the runs of a size: the median of each stage, the total of the
+    medians, and the sizes and counts (the same in every run) of the first."""
+    row = {k: v for k, v in runs[0].items() if k not in STAGES}
     for stage in STAGES:
         row[stage] = statistics.median(r[stage] for r in runs)
     row["total"] = sum(row[s] for s in STAGES)
+    row["runs"] = len(runs)
     return row
 
 
@@ -107,39 +150,59 @@ def fitted_exponent(points: list[tuple[int, float]], floor: float) -> float | No
     return sum((x - mean_x) * (y - mean_y) for x, y in kept) / spread
 
 
+def fitted_columns(rows: list[dict]) -> tuple[str, ...]:
+    """The columns fitted: the stages, the total, and the work counts the rows have."""
+    work = ("atoms", *(f"calls_{g}" for g in COUNTED))
+    return (*STAGES, "total", *(c for c in work if all(c in r for r in rows)))
+
+
 def exponents(rows: list[dict], floor: float) -> dict[str, dict[str, float | None]]:
-    """Per shape, the fitted exponent of each stage and of the total."""
+    """Per shape, the fitted exponent of each stage, of the total and of the work counts
+    (the floor applies to times only)."""
     result = {}
     for shape in dict.fromkeys(r["shape"] for r in rows):
         mine = [r for r in rows if r["shape"] == shape]
-        result[shape] = {stage: fitted_exponent([(r["instructions"], r[stage]) for r in mine],
-                                                floor)
-                         for stage in (*STAGES, "total")}
+        result[shape] = {column: fitted_exponent([(r["instructions"], r[column]) for r in mine],
+                                                 floor if column in (*STAGES, "total") else 0)
+                         for column in fitted_columns(rows)}
     return result
 
 
-def _run_child(shape: str, size: int, analysis: str, repeat: int, clock: str) -> dict:
-    """`measure` in a fresh interpreter (no memory or caches carried between sizes)."""
+def _run_child(shape: str, size: int, analysis: str, clock: str, counts: bool) -> dict:
+    """`measure` in a fresh interpreter (no memory or caches carried between runs)."""
     done = subprocess.run([sys.executable, __file__, "--child", shape, str(size),
-                           "--analysis", analysis, "--repeat", str(repeat),
-                           "--clock", clock],
+                           "--analysis", analysis, "--clock", clock,
+                           *(["--counts"] if counts else [])],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{shape} {size}: failed\n{done.stderr[-2000:]}")
     return json.loads(done.stdout)
 
 
+def measure_size(shape: str, size: int, args: argparse.Namespace) -> dict:
+    """The median row of at least `--repeat` fresh processes, more (up to `--max-repeat`)
+    until their processor time adds up to `--min-ms`."""
+    runs = [_run_child(shape, size, args.analysis, args.clock, args.counts)]
+    while len(runs) < args.max_repeat and (
+            len(runs) < args.repeat
+            or sum(sum(r[s] for s in STAGES) for r in runs) < args.min_ms):
+        runs.append(_run_child(shape, size, args.analysis, args.clock, args.counts))
+    return median_row(runs)
+
+
 def print_table(rows: list[dict], fits: dict, floor: float) -> None:
     """The stage table and the exponents, aligned."""
-    heads = ("shape", "instrs", "blocks", *STAGES, "total", "µs/instr")
+    heads = ("shape", "instrs", "blocks", *STAGES, "total", "µs/instr", "atoms", "runs")
     table = [[r["shape"], str(r["instructions"]), str(r["blocks"]),
               *(f"{r[s]:.1f}" for s in (*STAGES, "total")),
-              f"{1000 * r['total'] / max(1, r['instructions']):.1f}"] for r in rows]
+              f"{1000 * r['total'] / max(1, r['instructions']):.1f}", str(r["atoms"]),
+              str(r["runs"])] for r in rows]
     _aligned([heads, *table])
-    print(f"\nfitted exponents (log-log least squares; stages under {floor} ms left out)")
+    print(f"\nfitted exponents (log-log least squares; stages under {floor} ms left out; "
+          "atoms, calls_*: work done)")
     fit_rows = [[shape, *("-" if e is None else f"{e:.2f}" for e in per.values())]
                 for shape, per in fits.items()]
-    _aligned([("shape", *STAGES, "total"), *fit_rows])
+    _aligned([("shape", *fitted_columns(rows)), *fit_rows])
 
 
 def _aligned(rows: list) -> None:
@@ -155,9 +218,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
     parser.add_argument("--sizes", nargs="+", type=int, default=list(DEFAULT_SIZES))
     parser.add_argument("--analysis", default="affine2")
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--floor", type=float, default=5.0,
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="fresh processes per size at least (default 1)")
+    parser.add_argument("--min-ms", type=float, default=1500.0,
+                        help="more processes per size until their stage times add up to "
+                             "this many ms (default 1500)")
+    parser.add_argument("--max-repeat", type=int, default=15,
+                        help="processes per size at most (default 15)")
+    parser.add_argument("--floor", type=float, default=1.0,
                         help="stages under this many ms at a size are left out of the fit")
+    parser.add_argument("--counts", action="store_true",
+                        help="also count Python function calls per group of stages")
     parser.add_argument("--json", action="store_true", help="rows and exponents as JSON")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="time stages in processor time (default) or wall-clock time")
@@ -167,13 +238,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.clock == "cpu":  # before gpudiv is imported: its stage timings read it
             time.perf_counter = time.process_time
         print(json.dumps(measure(args.child[0], int(args.child[1]), args.analysis,
-                                 args.repeat)))
+                                 args.counts)))
         return 0
     rows = []
     for shape in args.shapes:
         for size in args.sizes:
-            row = _run_child(shape, size, args.analysis, args.repeat, args.clock)
-            print(f"{shape} {size}: {row['total']:.0f} ms", file=sys.stderr, flush=True)
+            row = measure_size(shape, size, args)
+            print(f"{shape} {size}: {row['total']:.0f} ms ({row['runs']} runs)",
+                  file=sys.stderr, flush=True)
             rows.append(row)
     fits = exponents(rows, args.floor)
     if args.json:
