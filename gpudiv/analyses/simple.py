@@ -38,18 +38,23 @@ def _gates(var: SSAVar, joins: dict[str, list[str]], rejoins: dict[str, Rejoin])
 
 
 def first_reasons(triples: list[tuple]) -> dict[str, tuple[str, str]]:
-    """One (rule, origin) per variable from reason/3 triples: the first in sorted order."""
+    """One (rule, origin) per variable from reason/3 triples: the first in sorted order
+    (the least per variable: one pass, no sort of all the triples)."""
     reasons: dict[str, tuple[str, str]] = {}
-    for var, why, origin in sorted(triples):
-        reasons.setdefault(var, (why, origin))
+    for var, why, origin in triples:
+        known = reasons.get(var)
+        if known is None or (why, origin) < known:
+            reasons[var] = (why, origin)
     return reasons
 
 
 def joins_by_block(solved: SolveResult) -> dict[str, list[str]]:
-    """For each join block, the branch blocks whose paths meet there (join/2)."""
+    """For each join block, the branch blocks whose paths meet there (join/2), sorted."""
     joins: dict[str, list[str]] = {}
-    for branch_block, join_block in sorted(solved.relation("join")):
+    for branch_block, join_block in solved.relation("join"):
         joins.setdefault(join_block, []).append(branch_block)
+    for branch_blocks in joins.values():
+        branch_blocks.sort()
     return joins
 
 

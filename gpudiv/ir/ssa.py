@@ -174,7 +174,7 @@ def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
         for name in names:
             live_blocks[name] = live_blocks.get(name, 0) + 1
     phis: dict[str, list[str]] = {}
-    for var, blocks in sorted(def_blocks.items()):
+    for var, blocks in def_blocks.items():
         unplaced = live_blocks.get(var, 0)  # blocks where a φ of var may still be needed
         work = list(blocks) if unplaced else []
         placed: set[str] = set()
@@ -189,6 +189,8 @@ def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                     unplaced -= 1
                 if y not in blocks:
                     work.append(y)
+    for names in phis.values():  # each block's φs in name order (sorting each, not all)
+        names.sort()
     return phis
 
 
