@@ -31,6 +31,7 @@ TINY = {
     "bench_sizes.py": ["--shape", "nested_ifs", "--sizes", "10", "20", "--json"],
     "bench_schemes.py": ["samples/musimd/wu_fig3.musimd", "--json"],
     "bench_structure.py": ["samples/musimd/wu_fig1_short_circuit.musimd", "--repeat", "1"],
+    "bench_cache.py": ["--sizes", "100", "1000", "--repeat", "1"],
     "bench_scaling.py": ["--shapes", "calls", "--sizes", "60", "--min-ms", "0", "--counts"],
     "bench_vs_ptxas.py": ["--analyses", "simple", "--repeat", "1", "--no-compile",
                           "samples/cuda/vector_ops.O3.ptx"],
