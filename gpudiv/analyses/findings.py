@@ -407,15 +407,16 @@ def _fingerprint(rule_id: str, kernel: str, subject: str, seen: dict[str, int]) 
 
 def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
     """The findings of one analysed kernel of the file at `path`, in program order."""
-    instructions = result.ssa.cfg.kernel.by_id()
     findings = []
     seen: dict[str, int] = {}
     chains: Chains | None = None
+    instructions: dict = {}
     for branch in result.branches:
         if not branch.divergent:
             continue
-        if chains is None:
+        if chains is None:  # built at the first divergent branch: none, no work
             chains = Chains(_reasons(result))
+            instructions = result.ssa.cfg.kernel.by_id()
         instr = instructions[branch.instruction]
         kind = BraUniDivergent if instr.attrs.get("uniform_hint") else DivergentBranch
         condition = branch.condition or "?"
