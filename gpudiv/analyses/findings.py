@@ -216,12 +216,9 @@ _SOURCE_WORDS = {
 
 def _reasons(result: KernelResult) -> dict[str, list[tuple[str, str]]]:
     """Every `reason(V, Why, From)` of the result, by V (from the solved relations)."""
-    listed: dict[object, list[tuple]] = {}
-    for var, why, origin in result.relations.get("reason", []):
-        listed.setdefault(var, []).append((why, origin))
-    # each variable's reasons in sorted order (sorting every list, not all reasons at once)
-    reasons = {str(var): [(str(why), str(origin)) for why, origin in sorted(pairs)]
-               for var, pairs in listed.items()}
+    reasons: dict[str, list[tuple[str, str]]] = {}
+    for var, why, origin in sorted(result.relations.get("reason", [])):
+        reasons.setdefault(str(var), []).append((str(why), str(origin)))
     if not reasons:
         for var in result.variables:
             if var.reason is not None:
