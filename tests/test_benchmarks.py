@@ -66,3 +66,26 @@ def test_deadlock_table_lists_hanging_kernels_and_whether_they_are_detected():
     assert done.returncode == 0, done.stderr[-2000:]
     (row,) = json.loads(done.stdout)
     assert row["kernel"] == "spinLock" and row["hang"] > 0 and row["detected"]
+
+
+def test_scaling_fits_time_and_work_and_takes_medians_of_runs():
+    """bench_scaling's fit: a linear stage fits 1, a quadratic one 2, times under the
+    floor are left out, work counts are fitted without it; a size's row holds the median
+    of its runs."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_scaling
+
+    def run(n: int, noise: float) -> dict:
+        row = {"shape": "s", "size": n, "instructions": n, "blocks": 1, "atoms": 40 * n}
+        row.update({stage: n / 100 + noise for stage in bench_scaling.STAGES})
+        row["ground"] = (n / 100) ** 2
+        row["solve"] = 0.5  # under the floor at every size
+        return row
+
+    rows = [bench_scaling.median_row([run(n, 0.0), run(n, 5.0), run(n, -0.0)])
+            for n in (1000, 10_000, 100_000)]
+    assert [r["runs"] for r in rows] == [3, 3, 3] and rows[0]["parse"] == 10.0
+    fits = bench_scaling.exponents(rows, 1.0)["s"]
+    assert round(fits["parse"], 6) == 1.0 and round(fits["ground"], 6) == 2.0
+    assert fits["solve"] is None and round(fits["atoms"], 6) == 1.0
+    assert "calls_read" not in fits
