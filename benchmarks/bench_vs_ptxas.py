@@ -1,6 +1,7 @@
 """`gpudiv analyze` against the assembler on the same PTX files (issue 16, item 5).
 
-For each file (default: the CUDA samples, `samples/cuda/*.O3.ptx` and `*.G.ptx`) it runs,
+For each file (default: the CUDA samples, `samples/cuda/*.ptx` and the large program of
+`samples/cuda_large/*.ptx`, `-O3` and `-G` builds) it runs,
 `--repeat` times, `ptxas -arch=ARCH FILE -o /dev/null` (ARCH: the file's `.target` when
 newer than sm_80, else sm_80) and times `gpudiv analyze --analysis A --format json -o
 /dev/null` for each analysis A in two ways (`--mode`):
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     """Time ptxas and gpudiv on every file and print the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path,
-                        help="PTX files (default: samples/cuda/*.O3.ptx and *.G.ptx)")
+                        help="PTX files (default: samples/cuda/*.ptx, samples/cuda_large/*.ptx)")
     parser.add_argument("--analyses", nargs="+", default=list(ANALYSES))
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both",
                         help="one gpudiv process per file, one for the whole list, or both")
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.no_compile:
         compile_gpudiv()
-    files = args.files or sorted((ROOT / "samples" / "cuda").glob("*.ptx"))
+    files = args.files or [*sorted((ROOT / "samples" / "cuda").glob("*.ptx")),
+                            *sorted((ROOT / "samples" / "cuda_large").glob("*.ptx"))]
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         print("ptxas not found on PATH: gpudiv times only, no ratios", file=sys.stderr)
