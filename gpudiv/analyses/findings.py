@@ -18,11 +18,13 @@ import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from gpudiv.analyses.deadlock import KernelDeadlocks, Place
 from gpudiv.analyses.results import KernelResult
 from gpudiv.ir.perf import paused_gc
+
+if TYPE_CHECKING:  # the deadlock analysis loads when its findings are asked for
+    from gpudiv.analyses.deadlock import KernelDeadlocks, Place
 
 
 class FindingKind:
@@ -437,6 +439,8 @@ def _place_locations(path: str, place: Place) -> tuple[SourceLocation, SourceLoc
 def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
     """The findings of one kernel's deadlock report: each loop that may deadlock (at its
     exit branch) and each divergent barrier; none for a kernel assumed safe."""
+    from gpudiv.analyses.deadlock import Place
+
     if report.assumed_safe:
         return []
     findings = []
