@@ -59,8 +59,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, (module, help_line) in COMMANDS.items():
         if name in registered:
             continue
-        if name not in wanted:
-            sub.add_parser(name, help=help_line)
+        if name not in wanted:  # only its help line is shown (no `-h` of its own: cheaper)
+            sub.add_parser(name, help=help_line, add_help=False)
             continue
         before = set(sub.choices)
         importlib.import_module(module).register(sub)
