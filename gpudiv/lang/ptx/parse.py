@@ -35,7 +35,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gpudiv import ir
-from gpudiv.lang.marks import read_marks
 from gpudiv.lang.ptx import fast as ptx_fast
 from gpudiv.lang.ptx.chunks import _HEADER, _chunks
 from gpudiv.lang.ptx.flatten import _Unit
@@ -429,6 +428,8 @@ def parse_ptx_timed(text: str, path: str = "<string>", *, fast: bool = True,
             "parentheses here)", path, line, column))
         return reader.program, timings
     if "gpudiv:" in text:
+        from gpudiv.lang.marks import read_marks
+
         lines = text.splitlines()
         for kernel in reader.program.kernels:
             read_marks(kernel, lines, path, reader.program.diagnostics)
