@@ -41,6 +41,7 @@ from gpudiv.lang.ptx.forms import (
     number,
     perf_text,
 )
+from gpudiv.lang.regex_cache import RegexCache
 
 # Whitespace and comments between tokens (the grammar's ignored _GAP), possessive so that a
 # failing match after it never backtracks into it.
@@ -78,8 +79,9 @@ class _Fallback(Exception):
 
 class Patterns:
     """The regexes of the fast path (built from the grammar's terminals), each compiled
-    when first used: a small file needs a few of them, and compiling all costs more than
-    reading it."""
+    when first used (a file needs some of them), through the cache of compiled regexes
+    on disk (`gpudiv.lang.regex_cache`): compiling them costs more than reading a small
+    file."""
 
     statement: re.Pattern
     simple_operand: re.Pattern
@@ -111,14 +113,13 @@ class Patterns:
 
     def __init__(self, sources: dict[str, str]):
         self._sources = sources
+        self._cache = RegexCache("ptx-fast", sources)
 
     def __getattr__(self, name: str) -> re.Pattern:
         """Compile the pattern `name` (called only while it is not yet an attribute)."""
-        try:
-            source = self.__dict__["_sources"][name]
-        except KeyError:
-            raise AttributeError(name) from None
-        pattern = re.compile(source)
+        if name not in self.__dict__.get("_sources", ()):
+            raise AttributeError(name)
+        pattern = self._cache.compile(name)
         setattr(self, name, pattern)
         return pattern
 
