@@ -18,6 +18,7 @@ steps mean `re.compile` as usual (then the file is written again, when the folde
 
 from __future__ import annotations
 
+import _thread
 import marshal
 import os
 import re
@@ -112,7 +113,7 @@ class RegexCache:
         if where is None:
             return
         payload = marshal.dumps((_FORMAT, _engine(), self.programs))
-        temporary = where.with_name(f"{where.name}.{os.getpid()}.tmp")
+        temporary = where.with_name(f"{where.name}.{os.getpid()}-{_thread.get_ident()}.tmp")
         try:
             temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
             os.replace(temporary, where)
