@@ -29,11 +29,23 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+_started = False
+
+
 @contextmanager
 def start_up() -> Iterator[None]:
     """The collector paused inside the block (a command's imports and argument parsing),
-    and every object alive at its end moved where collections never look (`gc.freeze`):
-    what start-up makes lives as long as the process."""
+    and, during the process's first command, every object alive at its end moved where
+    collections never look (`gc.freeze`; it also spares the collection at exit): what
+    start-up makes lives as long as the process."""
     with paused_gc():
         yield
-        gc.freeze()
+        if not _started:
+            gc.freeze()
+
+
+def started() -> None:
+    """The process's first command is done: a later one (a test or a program calling
+    `gpudiv.cli.main` again) only pauses the collector while it starts."""
+    global _started
+    _started = True
