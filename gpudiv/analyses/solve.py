@@ -13,12 +13,10 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from importlib import import_module
 from pathlib import Path
 
 import clingo
-
-from gpudiv.analyses.forked import can_fork, run_in_child
 
 
 class RuleError(Exception):
@@ -92,7 +90,9 @@ class SolveResult:
 
 def rules_dir() -> Path:
     """The directory of the shipped rule files."""
-    return Path(str(resources.files("gpudiv.rules")))
+    # The package's own folder (what `importlib.resources.files` gives for a package on
+    # disk, without importing importlib.resources and zipfile at every start).
+    return Path(import_module("gpudiv.rules").__file__).parent
 
 
 def shipped_rule(name: str) -> Path:
@@ -371,6 +371,14 @@ def _child_outcome(rule_files, program, show, known, megabytes: int,
             [str(s) for s in result.symbols])
 
 
+def _can_fork() -> bool:
+    """Whether a run can be limited (`gpudiv.analyses.forked`, imported only for a
+    limited run)."""
+    from gpudiv.analyses.forked import can_fork
+
+    return can_fork()
+
+
 def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               show: list[tuple[str, int]] | None,
                               known: set[tuple[str, int]] | None,
@@ -378,6 +386,8 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               options: tuple[str, ...] = ()) -> SolveResult:
     """`_ground_and_solve` in a child process under the budget; RuleError naming the
     user's rule files when it runs out of time or memory."""
+    from gpudiv.analyses.forked import run_in_child
+
     names = ", ".join(users_rule_files(rule_files)) or "rules"
     outcomes: list[tuple] = []
     end = run_in_child(0, 1, lambda _: _child_outcome(rule_files, program, show, known,
@@ -423,7 +433,7 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     """
     if budget is None:
         budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
-    if budget.limited and can_fork():  # no limits where processes cannot fork
+    if budget.limited and _can_fork():  # no limits where processes cannot fork
         result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
                                            hide, options)
     else:
