@@ -18,6 +18,7 @@ from pathlib import Path
 
 import clingo
 
+from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
 from gpudiv.analyses.forked import can_fork, run_in_child
 
 
@@ -428,8 +429,8 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
                                            hide, options)
     else:
         result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options)
-    for symbol in result.symbols:
-        name, arguments = _atom(symbol)
+    for symbol, atom in zip(result.symbols, AtomReader().read(result.symbols), strict=True):
+        name, arguments = atom if atom is not None else _atom(symbol)
         result.atoms[name].append(arguments)
     return result
 
@@ -442,7 +443,24 @@ class NotSeparable(Exception):
 # no identifier of μ-SIMD or PTX; the analysis driver solves a kernel whose names contain
 # it on its own all the same.
 NAMESPACE_MARK = "|"
-_NAMESPACED = re.compile(r'"(\d+)\|')
+_NAMESPACE = re.compile(r"(\d+)\|")
+
+
+def _namespaces(values: dict[int, object]) -> tuple[dict[int, object], dict[int, object]]:
+    """For every argument id of a joint solve, the kernel whose namespace it names (None:
+    none; NOT_PLAIN: a nested term or a string with two namespaces) and its value without
+    the namespace."""
+    owners: dict[int, object] = {}
+    stripped: dict[int, object] = {}
+    for rep, value in values.items():
+        owners[rep], stripped[rep] = None, value
+        if value is NOT_PLAIN:
+            owners[rep] = NOT_PLAIN
+        elif isinstance(value, str) and (match := _NAMESPACE.match(value)):
+            rest = value[match.end():]
+            owners[rep] = NOT_PLAIN if _NAMESPACE.match(rest) else int(match[1])
+            stripped[rep] = rest
+    return owners, stripped
 
 
 def namespace(index: int) -> str:
@@ -465,15 +483,16 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     """
     result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
     results = {i: SolveResult() for i in facts}
-    for symbol in result.symbols:
-        text = str(symbol)
-        match = _NAMESPACED.search(text)
-        own = results.get(int(match[1])) if match else None
-        stripped = text.replace(match[0], '"') if own is not None else ""
-        parsed = _parse_atom(stripped) if own is not None else None
-        if parsed is None or _NAMESPACED.search(stripped):
-            raise NotSeparable(text)
-        own.atoms[parsed[0]].append(parsed[1])
+    reader = AtomReader()
+    atoms = reader.read_ids(result.symbols)
+    owners, stripped = _namespaces(reader.values)
+    for symbol, atom in zip(result.symbols, atoms, strict=True):
+        kernels = set(map(owners.__getitem__, atom[1])) if atom is not None else set()
+        kernels.discard(None)
+        own = results.get(kernels.pop()) if len(kernels) == 1 else None
+        if own is None:  # no kernel, several, or an argument that is not plain
+            raise NotSeparable(str(symbol))
+        own.atoms[atom[0]].append(tuple(map(stripped.__getitem__, atom[1])))
     total = sum(len(f) for f in facts.values()) or 1
     for i, own in results.items():
         share = len(facts[i]) / total

@@ -24,9 +24,11 @@ try:
 except ImportError:  # pragma: no cover - a dependency; the fallback is tested by patching
     orjson = None
 
-# A number as a value (after `": "` or at the start of an indented line) that orjson may
-# format unlike `json`: in exponent notation, or a decimal below 0.0001.
-_UNLIKE_NUMBER = re.compile(r"(?:: |\n *)-?(?:\d+(?:\.\d+)?[eE]|0\.0000)")
+# The end of a number that orjson may format unlike `json`: in exponent notation, or a
+# decimal below 0.0001. Every value of indented JSON ends a line (or the text), so a
+# string never matches; each pattern starts with a literal, which `re` searches for fast
+# (one pattern with both alternatives took 14 ms on a 640 kB report).
+_UNLIKE_NUMBERS = (re.compile(r"e[-+]?\d+(?:,?\n|\Z)"), re.compile(r"0\.0000\d*(?:,?\n|\Z)"))
 # What `json` escapes beyond what orjson does: DEL and every non-ASCII character.
 _UNESCAPED = re.compile("[\x7f-\U0010ffff]")
 
@@ -48,7 +50,7 @@ def _orjson_text(document: object) -> str | None:
         text = orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()
     except TypeError:  # big integers, non-string keys, lone surrogates
         return None
-    if _UNLIKE_NUMBER.search(text):
+    if any(pattern.search(text) for pattern in _UNLIKE_NUMBERS):
         return None
     if "\x7f" in text or not text.isascii():
         text = _UNESCAPED.sub(_escape, text)

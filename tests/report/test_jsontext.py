@@ -17,6 +17,8 @@ DOCUMENTS = [
     {1: "int key", "s": [1, 2]},                                       # non-string key
     {"surrogate": "\ud800"},                                           # not valid UTF-8
     [[], {}, [[{}]], "", 0],
+    [1e-05, [2.5e-07], {"x": 0.00001234}], 1e-05, 1.5e16, {"a": [1e300]},  # value ends
+    {"fingerprint": "0e5", "s": "line e5,\n 0.00001"},          # look like numbers, are not
 ]
 
 
