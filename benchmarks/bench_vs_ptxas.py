@@ -9,6 +9,11 @@ less sensitive than wall time to other work on the machine) and the ratio gpudiv
 per file, per build (`-O3`, `-G`) and in total. The ratio, not an absolute time, is the
 figure to compare between machines.
 
+With `--in-process` gpudiv is timed inside this process instead: `gpudiv.cli.main.main`
+with the same arguments, after one warm-up call per file and analysis (imports, grammar
+tables and rule files already loaded), `time.process_time` per call: the steady-state
+cost without interpreter start-up (issue 16, item 3).
+
 Before timing, it compiles the bytecode of the `gpudiv` package it times (`compileall`,
 as `pip install` does for a regular install): an editable install run with
 `PYTHONDONTWRITEBYTECODE` set would otherwise compile every module again in every process
@@ -17,12 +22,14 @@ as `pip install` does for a regular install): an editable install run with
     python benchmarks/bench_vs_ptxas.py                          # every CUDA sample, 3 repeats
     python benchmarks/bench_vs_ptxas.py --analyses simple --repeat 1 samples/cuda/scan.G.ptx
     python benchmarks/bench_vs_ptxas.py --json
+    python benchmarks/bench_vs_ptxas.py --in-process --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import importlib.util
 import json
 import os
@@ -33,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,9 +76,25 @@ def compile_gpudiv() -> None:
         compileall.compile_dir(str(Path(spec.origin).parent), quiet=1)
 
 
+def in_process_seconds(arguments: list[str], repeat: int) -> float:
+    """Median processor seconds of `gpudiv.cli.main.main(arguments)` in this process, after
+    one warm-up call (its diagnostics go nowhere)."""
+    from gpudiv.cli.main import main as gpudiv_main
+
+    times = []
+    with open(os.devnull, "w") as nowhere, contextlib.redirect_stderr(nowhere):
+        gpudiv_main(arguments)
+        for _ in range(repeat):
+            start = time.process_time()
+            gpudiv_main(arguments)
+            times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
 def measure(path: Path, analyses: list[str], repeat: int, ptxas: str | None,
-            scratch: str) -> dict:
-    """Median processor seconds of ptxas and of each analysis on one file."""
+            scratch: str, in_process: bool = False) -> dict:
+    """Median processor seconds of ptxas and of each analysis on one file (`in_process`:
+    gpudiv in this process, warm)."""
     absolute = str(path.resolve())
     row: dict = {"file": str(path), "lines": len(path.read_text().splitlines()),
                  "build": "-G" if path.name.endswith(".G.ptx") else
@@ -81,10 +105,13 @@ def measure(path: Path, analyses: list[str], repeat: int, ptxas: str | None,
             child_seconds([ptxas, f"-arch={arch}", absolute, "-o", os.devnull], scratch)
             for _ in range(repeat))
     for analysis in analyses:
+        arguments = ["analyze", "--analysis", analysis, absolute, "--format", "json",
+                     "-o", os.devnull]
+        if in_process:
+            row[analysis] = in_process_seconds(arguments, repeat)
+            continue
         row[analysis] = statistics.median(
-            child_seconds([*gpudiv_command(), "analyze", "--analysis", analysis, absolute,
-                           "--format", "json", "-o", os.devnull], scratch)
-            for _ in range(repeat))
+            child_seconds([*gpudiv_command(), *arguments], scratch) for _ in range(repeat))
     return row
 
 
@@ -142,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="rows and totals as JSON")
     parser.add_argument("--no-compile", action="store_true",
                         help="do not write the bytecode of the timed gpudiv package first")
+    parser.add_argument("--in-process", action="store_true",
+                        help="time gpudiv inside this process, warm (no start-up)")
     args = parser.parse_args(argv)
     if not args.no_compile:
         compile_gpudiv()
@@ -152,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as scratch:  # imports the installed package
         for path in files:
-            rows.append(measure(path, args.analyses, args.repeat, ptxas, scratch))
+            rows.append(measure(path, args.analyses, args.repeat, ptxas, scratch,
+                                args.in_process))
             print(f"{path}: done", file=sys.stderr, flush=True)
     summary = totals(rows, args.analyses)
     if args.json:
