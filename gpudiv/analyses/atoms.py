@@ -85,6 +85,7 @@ class AtomReader:
         the name and the argument ids."""
         p_name, p_arguments = _ffi.new("char**"), _ffi.new("clingo_symbol_t**")
         p_size, p_positive = _ffi.new("size_t*"), _ffi.new("bool*")
+        p_number, p_text = _ffi.new("int*"), _ffi.new("char**")
         name_of, arguments_of = _lib.clingo_symbol_name, _lib.clingo_symbol_arguments
         is_positive, to_str, unpack = _lib.clingo_symbol_is_positive, _ffi.string, _ffi.unpack
         function = _lib.clingo_symbol_type_function
@@ -101,20 +102,19 @@ class AtomReader:
             ids = tuple(unpack(p_arguments[0], p_size[0])) if p_size[0] else ()
             for argument in ids:
                 if argument not in values:
-                    values[argument] = _c_value(argument)
+                    values[argument] = _c_value(argument, p_number, p_text)
             atoms.append((to_str(p_name[0]).decode(), ids))
         return atoms
 
 
-def _c_value(rep: int) -> Value | NotPlain:
-    """`plain_value` of the symbol with clingo id `rep`, through the C functions."""
+def _c_value(rep: int, p_number, p_text) -> Value | NotPlain:
+    """`plain_value` of the symbol with clingo id `rep`, through the C functions (with the
+    caller's `int*` and `char**` out-parameters)."""
     kind = _lib.clingo_symbol_type(rep)
     if kind == _lib.clingo_symbol_type_number:
-        number = _ffi.new("int*")
-        _lib.clingo_symbol_number(rep, number)
-        return number[0]
+        _lib.clingo_symbol_number(rep, p_number)
+        return p_number[0]
     if kind == _lib.clingo_symbol_type_string:
-        text = _ffi.new("char**")
-        _lib.clingo_symbol_string(rep, text)
-        return _ffi.string(text[0]).decode()
+        _lib.clingo_symbol_string(rep, p_text)
+        return _ffi.string(p_text[0]).decode()
     return plain_value(clingo.Symbol(rep))
