@@ -251,6 +251,9 @@ def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
     return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
 
 
+_COMMENT = getattr(clingo.ast.ASTType, "Comment", None)
+
+
 @lru_cache(maxsize=32)
 def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | None:
     """A shipped rule file (`_without_shows` when hiding) parsed once into clingo's syntax
@@ -267,7 +270,7 @@ def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | N
             clingo.ast.parse_files([path], statements.append, **quiet)
     except RuntimeError:
         return None
-    return tuple(statements)
+    return tuple(s for s in statements if s.ast_type != _COMMENT)  # (clingo ≥ 5.8 keeps them)
 
 
 def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
