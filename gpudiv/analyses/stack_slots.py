@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field, replace
+from functools import cache
 
 from gpudiv import ir
 from gpudiv.ir.cfg import build_cfg
@@ -133,6 +134,8 @@ class PlanMemo:
     forms: dict[frozenset, SSAForm] = field(default_factory=dict)
     # the arguments of `plan` (the form by id) → its result
     plans: dict[tuple, SlotPlan] = field(default_factory=dict)
+    # id() of a form → the form and its instructions that `plan` looks at (`_scanned`)
+    scans: dict[int, tuple[SSAForm, list]] = field(default_factory=dict)
 
 
 def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] = frozenset(),
@@ -163,7 +166,6 @@ def _plan(ssa: SSAForm, allowed: set[str] | None, trusted: frozenset[str],
         return result
     allowed = objects if allowed is None else allowed & objects
     instrs = kernel.by_id()
-    values = _cached_addresses(ssa, instrs, objects, memo)
     refused: dict[str, str] = {}
     constant: dict[int, Range] = {}  # instruction id → its slot
 
@@ -171,11 +173,7 @@ def _plan(ssa: SSAForm, allowed: set[str] | None, trusted: frozenset[str],
         for name in _bases(value):
             refused.setdefault(name, why)
 
-    for n, instr in instrs.items():
-        if not ssa.instruction_block.get(n):
-            continue
-        seen = [values.get(u) if u is not None else None for u in ssa.uses[n]]
-        access = _access(instr, seen, objects)
+    for n, instr, seen, access, unfollowed in _scanned(ssa, instrs, objects, memo):
         for k, value in enumerate(seen):
             if value is None or _address_use(instr, k):
                 continue
@@ -183,9 +181,7 @@ def _plan(ssa: SSAForm, allowed: set[str] | None, trusted: frozenset[str],
                          and access[1] is not None and access[0] in trusted)
             if not into_slot:
                 refuse(value, f"an address is used by `{instr.text}`")
-        if (instr.kind in (ir.STORE, ir.ATOMIC) and instr.space == "local"
-                and (access if instr.kind == ir.STORE
-                     else _access(instr, seen, objects, ir.STORE)) is None):
+        if unfollowed:
             refuse(_Mixed(frozenset(objects)), f"`{instr.text}` writes thread-private "
                                                "memory through an address not followed")
         if instr.kind not in (ir.LOAD, ir.STORE) or access is None:
@@ -209,6 +205,35 @@ def _plan(ssa: SSAForm, allowed: set[str] | None, trusted: frozenset[str],
         if base in result.objects and (base, offset, size) not in overlapping:
             result.accesses[n] = (base, offset, size)
     return result
+
+
+# An instruction `plan` looks at: its id, itself, the address values of its operands, its
+# access (`_access`), and whether it writes thread-private memory through an address that
+# is not followed.
+Scanned = tuple[int, ir.Instruction, list, object, bool]
+
+
+def _scanned(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str],
+             memo: PlanMemo) -> list[Scanned]:
+    """The instructions of a form that read an address, access an object or write
+    thread-private memory, in program order (computed once per form: `plan` looks at
+    the same form with different assumptions)."""
+    if id(ssa) in memo.scans:
+        return memo.scans[id(ssa)][1]
+    values = _cached_addresses(ssa, instrs, objects, memo)
+    out: list[Scanned] = []
+    for n, instr in instrs.items():
+        if not ssa.instruction_block.get(n):
+            continue
+        seen = [values.get(u) if u is not None else None for u in ssa.uses[n]]
+        access = _access(instr, seen, objects)
+        unfollowed = (instr.kind in (ir.STORE, ir.ATOMIC) and instr.space == "local"
+                      and (access if instr.kind == ir.STORE
+                           else _access(instr, seen, objects, ir.STORE)) is None)
+        if access is not None or unfollowed or any(v is not None for v in seen):
+            out.append((n, instr, seen, access, unfollowed))
+    memo.scans[id(ssa)] = (ssa, out)
+    return out
 
 
 def _access(instr: ir.Instruction, seen: list, objects: set[str], kind: str | None = None):
@@ -342,10 +367,16 @@ def _address_use(instr: ir.Instruction, k: int) -> bool:
         return k == 0
     if instr.kind != ir.ASSIGN or instr.guard is not None:
         return False
-    root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
+    root = _root(str(instr.attrs.get("opcode", instr.operator or "")))
     if root == "setp":  # a predicate (a null test of `this`): no address can come of it
         return True
     return _transfers(instr, k)
+
+
+@cache
+def _root(opcode: str) -> str:
+    """The opcode's first part (`add.s64` → `add`), remembered per opcode."""
+    return opcode.split(".")[0]
 
 
 def _transfers(instr: ir.Instruction, k: int) -> bool:
@@ -353,7 +384,7 @@ def _transfers(instr: ir.Instruction, k: int) -> bool:
     (a copy of it, or it plus an offset)."""
     if instr.kind != ir.ASSIGN or instr.guard is not None:
         return False
-    root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
+    root = _root(str(instr.attrs.get("opcode", instr.operator or "")))
     if instr.operator == "copy" or root in _ADDRESS_COPY_ROOTS:
         return len(instr.args) == 1
     if root == "add":
@@ -457,7 +488,7 @@ def _transfer(var, instrs, objects, values, carriers, ssa):
     (k, address), = addresses
     if len(instr.args) == 1:
         return address
-    root = str(instr.attrs.get("opcode", "")).split(".")[0]
+    root = _root(str(instr.attrs.get("opcode", "")))
     other = instr.args[1 - k]
     if root == "sub" and k == 1:
         return _Mixed(everything)  # something minus an address is no address we track
