@@ -81,23 +81,21 @@ class AtomReader:
         return symbol.name, tuple(argument._rep for argument in arguments)
 
     def _raw_c(self, symbols: Sequence[clingo.Symbol]) -> list[RawAtom | None]:
-        """All atoms through clingo's C functions: per atom one call each for the sign,
-        the name and the argument ids."""
+        """All atoms through clingo's C functions: per atom one call each for the name,
+        the sign and the argument ids."""
         p_name, p_arguments = _ffi.new("char**"), _ffi.new("clingo_symbol_t**")
         p_size, p_positive = _ffi.new("size_t*"), _ffi.new("bool*")
         p_number, p_text = _ffi.new("int*"), _ffi.new("char**")
         name_of, arguments_of = _lib.clingo_symbol_name, _lib.clingo_symbol_arguments
         is_positive, to_str, unpack = _lib.clingo_symbol_is_positive, _ffi.string, _ffi.unpack
-        function = _lib.clingo_symbol_type_function
-        symbol_type, values = _lib.clingo_symbol_type, self.values
+        values = self.values
         atoms: list[RawAtom | None] = []
         for symbol in symbols:
             rep = symbol._rep
-            if symbol_type(rep) != function or not (is_positive(rep, p_positive)
-                                                    and p_positive[0]):
+            # name_of fails for anything but a function (a number, a string, #inf, #sup)
+            if not (name_of(rep, p_name) and is_positive(rep, p_positive) and p_positive[0]):
                 atoms.append(None)
                 continue
-            name_of(rep, p_name)
             arguments_of(rep, p_arguments, p_size)
             ids = tuple(unpack(p_arguments[0], p_size[0])) if p_size[0] else ()
             for argument in ids:

@@ -517,13 +517,14 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     reader = AtomReader()
     atoms = reader.read_ids(result.symbols)
     owners, stripped = _namespaces(reader.values)
+    owner, value, result_of = owners.__getitem__, stripped.__getitem__, results.get
     for symbol, atom in zip(result.symbols, atoms, strict=True):
-        kernels = set(map(owners.__getitem__, atom[1])) if atom is not None else set()
+        kernels = set(map(owner, atom[1])) if atom is not None else set()
         kernels.discard(None)
-        own = results.get(kernels.pop()) if len(kernels) == 1 else None
+        own = result_of(kernels.pop()) if len(kernels) == 1 else None
         if own is None:  # no kernel, several, or an argument that is not plain
             raise NotSeparable(str(symbol))
-        own.atoms[atom[0]].append(tuple(map(stripped.__getitem__, atom[1])))
+        own.atoms[atom[0]].append(tuple(map(value, atom[1])))
     total = sum(len(f) for f in facts.values()) or 1
     for i, own in results.items():
         share = len(facts[i]) / total
