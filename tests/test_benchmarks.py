@@ -55,17 +55,6 @@ def test_benchmark_runs_from_the_repository_root(script):
 
 
 @pytest.mark.slow
-def test_vs_ptxas_times_gpudiv_in_process():
-    done = subprocess.run([sys.executable, "benchmarks/bench_vs_ptxas.py", "--in-process",
-                           "--analyses", "simple", "--repeat", "1", "--json",
-                           "samples/cuda/vector_ops.O3.ptx"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (row,) = json.loads(done.stdout)["rows"]
-    assert row["file"].endswith("vector_ops.O3.ptx") and row["simple"] > 0
-
-
-@pytest.mark.slow
 def test_deadlock_table_lists_hanging_kernels_and_whether_they_are_detected():
     """`benchmarks/deadlock_table.py --hangs` (the check for missed detections) on T1: it
     hangs under ipdom on some launches, and it is detected."""

@@ -13,14 +13,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from importlib import import_module
 from pathlib import Path
 
 import clingo
-import clingo.ast
 
 from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
-from gpudiv.analyses.forked import can_fork, run_in_child
 
 
 class RuleError(Exception):
@@ -94,7 +92,9 @@ class SolveResult:
 
 def rules_dir() -> Path:
     """The directory of the shipped rule files."""
-    return Path(str(resources.files("gpudiv.rules")))
+    # The package's own folder (what `importlib.resources.files` gives for a package on
+    # disk, without importing importlib.resources and zipfile at every start).
+    return Path(import_module("gpudiv.rules").__file__).parent
 
 
 def shipped_rule(name: str) -> Path:
@@ -251,15 +251,14 @@ def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
     return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
 
 
-_COMMENT = getattr(clingo.ast.ASTType, "Comment", None)
-
-
 @lru_cache(maxsize=32)
 def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | None:
     """A shipped rule file (`_without_shows` when hiding) parsed once into clingo's syntax
     trees (parsing the text of affine.lp again for every clingo run took 2 ms, adding its
     trees 0.3 ms); None when it does not parse (then the text goes in, and clingo reports
     the error)."""
+    import clingo.ast  # (3.7 ms to import: not at start-up)
+
     statements: list = []
     quiet = {"logger": lambda _code, _message: None}
     try:
@@ -270,7 +269,8 @@ def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | N
             clingo.ast.parse_files([path], statements.append, **quiet)
     except RuntimeError:
         return None
-    return tuple(s for s in statements if s.ast_type != _COMMENT)  # (clingo ≥ 5.8 keeps them)
+    comment = getattr(clingo.ast.ASTType, "Comment", None)  # (clingo ≥ 5.8 keeps them)
+    return tuple(s for s in statements if s.ast_type != comment)
 
 
 def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
@@ -290,7 +290,9 @@ def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Sig
         elif statements is None:
             control.load(str(path))
         else:
-            with clingo.ast.ProgramBuilder(control) as builder:
+            from clingo.ast import ProgramBuilder
+
+            with ProgramBuilder(control) as builder:
                 for statement in statements:
                     builder.add(statement)
 
@@ -403,6 +405,14 @@ def _child_outcome(rule_files, program, show, known, megabytes: int,
             [str(s) for s in result.symbols])
 
 
+def _can_fork() -> bool:
+    """Whether a run can be limited (`gpudiv.analyses.forked`, imported only for a
+    limited run)."""
+    from gpudiv.analyses.forked import can_fork
+
+    return can_fork()
+
+
 def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               show: list[tuple[str, int]] | None,
                               known: set[tuple[str, int]] | None,
@@ -410,6 +420,8 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               options: tuple[str, ...] = ()) -> SolveResult:
     """`_ground_and_solve` in a child process under the budget; RuleError naming the
     user's rule files when it runs out of time or memory."""
+    from gpudiv.analyses.forked import run_in_child
+
     names = ", ".join(users_rule_files(rule_files)) or "rules"
     outcomes: list[tuple] = []
     end = run_in_child(0, 1, lambda _: _child_outcome(rule_files, program, show, known,
@@ -455,7 +467,7 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     """
     if budget is None:
         budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
-    if budget.limited and can_fork():  # no limits where processes cannot fork
+    if budget.limited and _can_fork():  # no limits where processes cannot fork
         result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
                                            hide, options)
     else:

@@ -45,7 +45,7 @@ from functools import cache
 from gpudiv import ir
 from gpudiv.ir.cfg import build_cfg
 from gpudiv.ir.ssa import SSAForm, build_ssa
-from gpudiv.lang.ptx.parse import infer_generic_spaces
+from gpudiv.lang.ptx.kernel import infer_generic_spaces
 
 # Opcode roots whose result is the address they read (or that address plus an offset).
 _ADDRESS_COPY_ROOTS = frozenset({"mov", "cvta"})

@@ -22,6 +22,7 @@ from gpudiv.cli.common import (
     one_line_errors,
     progress_display,
 )
+from gpudiv.ir.perf import start_up
 
 if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpudiv --help`)
     from gpudiv.report.corpus import FileOutcome
@@ -50,9 +51,10 @@ def _corpus_cache(folder: str | None) -> CorpusCache | None:
 @one_line_errors
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse files and folders; print or write the report."""
-    from gpudiv.report.corpus import analyze_corpus, collect_inputs, job_count, summarize
-    from gpudiv.report.documents import analysis_json, render_analysis, render_findings
-    from gpudiv.report.jsontext import dumps_indented
+    with start_up():  # imports make objects that live as long as the process
+        from gpudiv.report.corpus import analyze_corpus, collect_inputs, job_count, summarize
+        from gpudiv.report.documents import analysis_json, render_analysis, render_findings
+        from gpudiv.report.jsontext import dumps_indented
 
     _check_output(args.output)
     block_option(args)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpudiv import __version__
 from gpudiv.cli.common import EXIT_ERROR, CommandError, OneLineArgumentParser
+from gpudiv.ir.perf import start_up, started
 
 # Every subcommand: the module whose `register` adds it and its help line.
 # `gpudiv --help` lists them from here and `gpudiv CMD` imports only CMD's module,
@@ -61,9 +62,9 @@ def build_parser(command: str | None = None, alone: bool = False) -> argparse.Ar
     for name, (module, help_line) in COMMANDS.items():
         if name in registered:
             continue
-        if name not in wanted:
+        if name not in wanted:  # only its help line is shown (no `-h` of its own: cheaper)
             if not alone:
-                sub.add_parser(name, help=help_line)
+                sub.add_parser(name, help=help_line, add_help=False)
             continue
         before = set(sub.choices)
         importlib.import_module(module).register(sub)
@@ -104,9 +105,19 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `gpudiv` command."""
+    try:
+        return _main(argv)
+    finally:
+        started()  # a later call in this process is not its start-up
+
+
+def _main(argv: list[str] | None) -> int:
+    """`main`: parse the arguments, run the command, turn errors into one line."""
     words = _joined_values(sys.argv[1:] if argv is None else argv)
     command = _command_of(words)
-    args = build_parser(command, alone=bool(words) and words[0] == command).parse_args(words)
+    with start_up():  # imports make objects that live as long as the process
+        args = build_parser(command, alone=bool(words) and words[0] == command
+                            ).parse_args(words)
     try:
         return args.handler(args)
     except KeyboardInterrupt:
