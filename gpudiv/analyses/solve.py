@@ -7,6 +7,7 @@ files come back as `RuleError` with the file, line and column clingo reported.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import time
@@ -271,6 +272,11 @@ def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | N
         return None
     comment = getattr(clingo.ast.ASTType, "Comment", None)  # (clingo ≥ 5.8 keeps them)
     return tuple(s for s in statements if s.ast_type != comment)
+
+
+# clingo's syntax trees free themselves through its library, which Python may tear down
+# first at exit: drop the cached ones while it is still there.
+atexit.register(_shipped_statements.cache_clear)
 
 
 def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
