@@ -107,8 +107,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                  relations: Collection[str] | None = None) -> list[str]:
     """All facts of one kernel, one atom per string (without the final dot); with
     `relations`, the facts of some other relations may be left out too (`facts_text`
-    keeps only those; building the memory facts, def_kind/2 and def_line/2 for analyses
-    that never read them was a fifth of the facts time).
+    keeps only those; building the memory facts, def_kind/2, def_line/2 and the operands
+    of assignments for analyses that never read them was a third of the facts time).
 
     `namespace` is put in front of every name of a block, loop or SSA variable (never in
     front of operators, kinds or spaces), so that the facts of several kernels can share
@@ -123,6 +123,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     add = out.append
     q = _namer(namespace)
     wanted = RELATIONS.keys() if relations is None else relations
+    assigns = not ASSIGN_RELATIONS.isdisjoint(wanted)
+    loads = not LOAD_RELATIONS.isdisjoint(wanted)
     shaped = special_values(shape, kernel.specials)
     derived = derived_values(ssa, shape)
     out.extend(graph_facts(cfg, namespace))
@@ -198,7 +200,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
         if instr is None:
             continue
         if instr.kind == ir.ASSIGN:
-            _assign_facts(ssa, instrs, var.instruction, name, add, q)
+            if assigns:
+                _assign_facts(ssa, instrs, var.instruction, name, add, q)
             if instr.implicit:
                 add(f"hidden_operands({name})")
             kind = comparison_kind(instr)
@@ -212,7 +215,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 add(f"const({name},{arg.value})")
             elif var.operands:
                 add(f"copy({name},{q(var.operands[0])})")
-        elif instr.kind == ir.LOAD:
+        elif instr.kind == ir.LOAD and loads:
             address = _operand_atom(ssa, instrs, var.instruction, 0, q)
             add(f"load({name},{quote(instr.space)},{address})")
             for index in range(len(instr.args)):
@@ -220,7 +223,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
-    for n, instr in instrs.items():
+    for n, instr in instrs.items() if "store" in wanted else ():
         if instr.kind == ir.STORE and ssa.instruction_block.get(n):
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
     if not MEMORY_RELATIONS.isdisjoint(wanted):
@@ -248,6 +251,10 @@ def instruction_id(n: int) -> str:
     return f"i{n}"
 
 
+# The relations `_assign_facts` writes, and those of loads.
+ASSIGN_RELATIONS = frozenset({"assign_op", "op_bits", "zero_extend", "arg", "arg_const",
+                              "arg_big"})
+LOAD_RELATIONS = frozenset({"load", "load_arg"})
 # The relations `_memory_facts` writes.
 MEMORY_RELATIONS = frozenset({"instr_at", "barrier", "mem_read", "mem_write", "mem_disp",
                               "mem_size", "mem_def", "store_value"})
