@@ -28,3 +28,11 @@ def test_only_the_relations_asked_for(forms, relations):
         full = facts_text(ssa, "2|").splitlines(keepends=True)
         wanted = [line for line in full if line[:line.find("(")] in relations]
         assert facts_text(ssa, "2|", relations) == "".join(wanted)
+
+
+def test_each_relation_alone(forms):
+    for ssa in forms:
+        full = facts_text(ssa).splitlines(keepends=True)
+        for relation in RELATIONS:
+            wanted = [line for line in full if line[:line.find("(")] == relation]
+            assert facts_text(ssa, relations={relation}) == "".join(wanted), relation
