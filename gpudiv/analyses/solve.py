@@ -7,6 +7,7 @@ files come back as `RuleError` with the file, line and column clingo reported.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import time
@@ -17,6 +18,8 @@ from importlib import import_module
 from pathlib import Path
 
 import clingo
+
+from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
 
 
 class RuleError(Exception):
@@ -249,18 +252,55 @@ def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
     return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
 
 
+@lru_cache(maxsize=32)
+def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | None:
+    """A shipped rule file (`_without_shows` when hiding) parsed once into clingo's syntax
+    trees (parsing the text of affine.lp again for every clingo run took 2 ms, adding its
+    trees 0.3 ms); None when it does not parse (then the text goes in, and clingo reports
+    the error)."""
+    import clingo.ast  # (3.7 ms to import: not at start-up)
+
+    statements: list = []
+    quiet = {"logger": lambda _code, _message: None}
+    try:
+        if hide:
+            clingo.ast.parse_string(_without_shows(path, mtime_ns, hide), statements.append,
+                                    **quiet)
+        else:  # locations name the file, as `Control.load` gives them
+            clingo.ast.parse_files([path], statements.append, **quiet)
+    except RuntimeError:
+        return None
+    comment = getattr(clingo.ast.ASTType, "Comment", None)  # (clingo ≥ 5.8 keeps them)
+    return tuple(s for s in statements if s.ast_type != comment)
+
+
+# clingo's syntax trees free themselves through its library, which Python may tear down
+# first at exit: drop the cached ones while it is still there.
+atexit.register(_shipped_statements.cache_clear)
+
+
 def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
                 ) -> None:
     """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
     caller does not read: they cost a Python object per atom, quadratically many for
-    region/2 on deep nests)."""
+    region/2 on deep nests), as syntax trees parsed once."""
     shipped = rules_dir().resolve()
     for path in rule_files:
-        if hide and Path(path).resolve().parent == shipped:
-            text = _without_shows(str(path), Path(path).stat().st_mtime_ns, hide)
-            control.add("base", [], text)
-        else:
+        if Path(path).resolve().parent != shipped:
             control.load(str(path))
+            continue
+        mtime_ns = Path(path).stat().st_mtime_ns
+        statements = _shipped_statements(str(path), mtime_ns, hide)
+        if statements is None and hide:
+            control.add("base", [], _without_shows(str(path), mtime_ns, hide))
+        elif statements is None:
+            control.load(str(path))
+        else:
+            from clingo.ast import ProgramBuilder
+
+            with ProgramBuilder(control) as builder:
+                for statement in statements:
+                    builder.add(statement)
 
 
 def _ground_and_solve(rule_files: list[Path | str], program: str,
@@ -438,8 +478,8 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
                                            hide, options)
     else:
         result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options)
-    for symbol in result.symbols:
-        name, arguments = _atom(symbol)
+    for symbol, atom in zip(result.symbols, AtomReader().read(result.symbols), strict=True):
+        name, arguments = atom if atom is not None else _atom(symbol)
         result.atoms[name].append(arguments)
     return result
 
@@ -452,7 +492,24 @@ class NotSeparable(Exception):
 # no identifier of μ-SIMD or PTX; the analysis driver solves a kernel whose names contain
 # it on its own all the same.
 NAMESPACE_MARK = "|"
-_NAMESPACED = re.compile(r'"(\d+)\|')
+_NAMESPACE = re.compile(r"(\d+)\|")
+
+
+def _namespaces(values: dict[int, object]) -> tuple[dict[int, object], dict[int, object]]:
+    """For every argument id of a joint solve, the kernel whose namespace it names (None:
+    none; NOT_PLAIN: a nested term or a string with two namespaces) and its value without
+    the namespace."""
+    owners: dict[int, object] = {}
+    stripped: dict[int, object] = {}
+    for rep, value in values.items():
+        owners[rep], stripped[rep] = None, value
+        if value is NOT_PLAIN:
+            owners[rep] = NOT_PLAIN
+        elif isinstance(value, str) and (match := _NAMESPACE.match(value)):
+            rest = value[match.end():]
+            owners[rep] = NOT_PLAIN if _NAMESPACE.match(rest) else int(match[1])
+            stripped[rep] = rest
+    return owners, stripped
 
 
 def namespace(index: int) -> str:
@@ -475,15 +532,17 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     """
     result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
     results = {i: SolveResult() for i in facts}
-    for symbol in result.symbols:
-        text = str(symbol)
-        match = _NAMESPACED.search(text)
-        own = results.get(int(match[1])) if match else None
-        stripped = text.replace(match[0], '"') if own is not None else ""
-        parsed = _parse_atom(stripped) if own is not None else None
-        if parsed is None or _NAMESPACED.search(stripped):
-            raise NotSeparable(text)
-        own.atoms[parsed[0]].append(parsed[1])
+    reader = AtomReader()
+    atoms = reader.read_ids(result.symbols)
+    owners, stripped = _namespaces(reader.values)
+    owner, value, result_of = owners.__getitem__, stripped.__getitem__, results.get
+    for symbol, atom in zip(result.symbols, atoms, strict=True):
+        kernels = set(map(owner, atom[1])) if atom is not None else set()
+        kernels.discard(None)
+        own = result_of(kernels.pop()) if len(kernels) == 1 else None
+        if own is None:  # no kernel, several, or an argument that is not plain
+            raise NotSeparable(str(symbol))
+        own.atoms[atom[0]].append(tuple(map(value, atom[1])))
     total = sum(len(f) for f in facts.values()) or 1
     for i, own in results.items():
         share = len(facts[i]) / total

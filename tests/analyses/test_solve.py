@@ -26,3 +26,18 @@ def test_atoms_convert_like_the_symbol_accessors():
 def test_unsatisfiable_rules_are_an_error():
     with pytest.raises(RuleError, match="no answer set"):
         solve([], "a. :- a.")
+
+
+def test_cached_rule_trees_leave_nothing_to_report_at_exit():
+    """The syntax trees of shipped rule files are cached; a process that exits with them
+    must not print clingo's errors about freeing them after its library is gone."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sample = Path(__file__).parents[2] / "samples" / "cuda" / "vector_ops.O3.ptx"
+    done = subprocess.run([sys.executable, "-m", "gpudiv.cli", "analyze", str(sample),
+                           "--format", "json", "-o", os.devnull],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
