@@ -279,18 +279,26 @@ def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | N
 atexit.register(_shipped_statements.cache_clear)
 
 
+# The shipped rule files loaded so far in this process, as `_shipped_statements` keys.
+_loaded: set[tuple[str, int, Signatures]] = set()
+
+
 def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
                 ) -> None:
     """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
     caller does not read: they cost a Python object per atom, quadratically many for
-    region/2 on deep nests), as syntax trees parsed once."""
+    region/2 on deep nests), from their second load in a process on as syntax trees parsed
+    once (the first goes in as text: a process that runs clingo once, as on one small file,
+    would only pay for importing clingo.ast and building the trees)."""
     shipped = rules_dir().resolve()
     for path in rule_files:
         if Path(path).resolve().parent != shipped:
             control.load(str(path))
             continue
         mtime_ns = Path(path).stat().st_mtime_ns
-        statements = _shipped_statements(str(path), mtime_ns, hide)
+        key = (str(path), mtime_ns, hide)
+        statements = _shipped_statements(*key) if key in _loaded else None
+        _loaded.add(key)
         if statements is None and hide:
             control.add("base", [], _without_shows(str(path), mtime_ns, hide))
         elif statements is None:

@@ -103,11 +103,11 @@ def test_fast_path_matches_lark_on_mutated_module_items():
     does not accept gets Lark's reading or Lark's own error."""
     rng = random.Random(1611)
     read = errors = 0
-    for _ in range(500):
+    for _ in range(300):
         text = random_module(rng)
         forms = parsed_forms(text, True)
         assert forms == parsed_forms(text, False), text
         read += all(chunk_items(text[s:e]) is not None for s, e in ptx._chunks(text))
         errors += bool(forms[5])
     # Both outcomes are well represented.
-    assert read > 100 and errors > 100, (read, errors)
+    assert read > 60 and errors > 60, (read, errors)
