@@ -674,11 +674,11 @@ def find_body(source: str) -> int | None:
     if brace < 0:
         return None
     header = source[:brace]
-    if '"' in header or "/*" in header or not _FUNC_KIND.search(header):
+    if '"' in header or "/*" in header or not re.search(_FUNC_KIND, header):
         return None
     if "//" in source[header.rfind("\n") + 1:brace]:
         return None
     return brace
 
 
-_FUNC_KIND = re.compile(r"\.(?:entry|func)\b")
+_FUNC_KIND = r"\.(?:entry|func)\b"  # compiled by `re` when first needed (rarely now)

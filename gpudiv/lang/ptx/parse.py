@@ -331,8 +331,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 _DIRECTIVE = re.compile(r"\.(version|target|address_size)[ \t]+([^\n;/]*)")
-_WIDE_LITERAL = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?"
-                           r"|(?<![\w.$%])-?(?:0[xX][0-9a-fA-F]{17,}|\d{20,})[uU]?\b", re.S)
+# Compiled by `re` when first needed (a file with a long literal; too deep nesting).
+_WIDE_LITERAL = (r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?"
+                 r"|(?<![\w.$%])-?(?:0[xX][0-9a-fA-F]{17,}|\d{20,})[uU]?\b")
 _LONG_DIGITS = re.compile(r"[0-9a-fA-F]{17}")
 _KNOWN_TARGET = re.compile(r"(?:sm|compute)_(\d+)[af]?")
 
@@ -363,7 +364,7 @@ def _value_warnings(text: str) -> list[tuple[str, int]]:
                                   "sm_1xx); ignored", match.start(2) + value.find(name)))
     if _LONG_DIGITS.search(text) is None:  # one quick scan: the usual case
         return found
-    for match in _WIDE_LITERAL.finditer(text):
+    for match in re.finditer(_WIDE_LITERAL, text, re.S):
         token = match.group()
         if token[:1] in "/\"":
             continue
@@ -374,14 +375,14 @@ def _value_warnings(text: str) -> list[tuple[str, int]]:
     return found
 
 
-_NESTING = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?|[{}()\[\]\n]", re.S)
+_NESTING = r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?|[{}()\[\]\n]"
 
 
 def _deepest_nesting(text: str) -> tuple[int, int, int]:
     """(depth, line, column) of the first place where brackets nest deepest."""
     depth = best = 0
     line, line_start, where = 1, 0, (1, 1)
-    for match in _NESTING.finditer(text):
+    for match in re.finditer(_NESTING, text, re.S):
         token = match.group()
         if token == "\n" or len(token) > 1:
             newlines = token.count("\n")
