@@ -11,7 +11,9 @@ it and keeps `json`'s output exactly:
   and `json` `1e-05`), an integer beyond 64 bits, a key that is not a string or a string
   that is not valid Unicode: the whole document goes through `json` instead.
 
-Without orjson installed everything goes through `json`.
+Without orjson installed everything goes through `json`. Not covered: a float that is not
+finite (`json` writes `NaN` or `Infinity`, which is not JSON; orjson writes `null`); no
+report of gpudiv holds one.
 """
 
 from __future__ import annotations
