@@ -1,13 +1,22 @@
 """`gpudiv analyze` against the assembler on the same PTX files (issue 16, item 5).
 
-For each file (default: the CUDA samples, `samples/cuda/*.O3.ptx` and `*.G.ptx`) it runs,
+For each file (default: the CUDA samples, `samples/cuda/*.ptx` and the large program of
+`samples/cuda_large/*.ptx`, `-O3` and `-G` builds) it runs,
 `--repeat` times, `ptxas -arch=ARCH FILE -o /dev/null` (ARCH: the file's `.target` when
-newer than sm_80, else sm_80) and `gpudiv analyze --analysis A FILE --format json -o
-/dev/null` for each analysis A, each as its own process (start-up included, as a user
-runs them), and prints the median processor time (user + system of the child process;
-less sensitive than wall time to other work on the machine) and the ratio gpudiv / ptxas
-per file, per build (`-O3`, `-G`) and in total. The ratio, not an absolute time, is the
-figure to compare between machines.
+newer than sm_80, else sm_80) and times `gpudiv analyze --analysis A --format json -o
+/dev/null` for each analysis A in two ways (`--mode`):
+
+- `process`: one `gpudiv analyze A FILE` process per file, start-up included, as a user
+  runs it on one file; the median processor time (user + system of the child process;
+  less sensitive than wall time to other work on the machine).
+- `corpus`: the whole list in one `gpudiv analyze A FILE…` process, as a user runs it on
+  a suite (ptxas takes one file per process, so it is still timed per file). Its processor
+  time is the corpus total; the per-file column is what each file adds to such a run: in
+  one Python process that has analysed the first file once (untimed: grammar and rule
+  loading are start-up), `gpudiv.cli.main.main` on each file, median of `--repeat` calls.
+
+It prints the ratio gpudiv / ptxas per file, per build (`-O3`, `-G`) and in total. The
+ratio, not an absolute time, is the figure to compare between machines.
 
 Before timing, it compiles the bytecode of the `gpudiv` package it times (`compileall`,
 as `pip install` does for a regular install): an editable install run with
@@ -16,7 +25,7 @@ as `pip install` does for a regular install): an editable install run with
 
     python benchmarks/bench_vs_ptxas.py                          # every CUDA sample, 3 repeats
     python benchmarks/bench_vs_ptxas.py --analyses simple --repeat 1 samples/cuda/scan.G.ptx
-    python benchmarks/bench_vs_ptxas.py --json
+    python benchmarks/bench_vs_ptxas.py --mode corpus --json
 """
 
 from __future__ import annotations
@@ -37,6 +46,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ANALYSES = ("simple", "affine2")
+MODES = ("process", "corpus")
+BUILDS = ("-O3", "-G")
+
+# Run in a child interpreter by `warm_seconds`: after one untimed run on the first file,
+# the processor seconds of `gpudiv analyze` on each file (median of REPEAT calls), as JSON.
+WARM_DRIVER = """
+import json, os, statistics, sys, time
+from gpudiv.cli.main import main
+analysis, repeat, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def once(path):
+    start = time.process_time()
+    main(["analyze", "--analysis", analysis, path, "--format", "json", "-o", os.devnull])
+    return time.process_time() - start
+once(files[0])
+print(json.dumps({f: statistics.median(once(f) for _ in range(repeat)) for f in files}))
+"""
 
 
 def ptxas_arch(text: str) -> str:
@@ -47,18 +72,29 @@ def ptxas_arch(text: str) -> str:
 
 def child_seconds(command: list[str], cwd: str) -> float:
     """Processor seconds (user + system) of one child process running `command`."""
+    return child_run(command, cwd)[0]
+
+
+def child_run(command: list[str], cwd: str) -> tuple[float, str]:
+    """Processor seconds (user + system) of one child process and its standard output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)}: exit {done.returncode}\n{done.stderr[-2000:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
 def gpudiv_command() -> list[str]:
     """The installed `gpudiv` command beside this interpreter, else `python -m gpudiv.cli`."""
     script = Path(sys.executable).with_name("gpudiv")
     return [str(script)] if script.exists() else [sys.executable, "-m", "gpudiv.cli"]
+
+
+def analyze_command(analysis: str, files: list[str]) -> list[str]:
+    """`gpudiv analyze` with one analysis on `files`, the JSON report thrown away."""
+    return [*gpudiv_command(), "analyze", "--analysis", analysis, *files,
+            "--format", "json", "-o", os.devnull]
 
 
 def compile_gpudiv() -> None:
@@ -68,76 +104,112 @@ def compile_gpudiv() -> None:
         compileall.compile_dir(str(Path(spec.origin).parent), quiet=1)
 
 
+def build_of(path: Path) -> str:
+    """`-G` or `-O3` by the sample's name (`NAME.G.ptx`, `NAME.O3.ptx`), else `other`."""
+    return "-G" if path.name.endswith(".G.ptx") else \
+        "-O3" if path.name.endswith(".O3.ptx") else "other"
+
+
 def measure(path: Path, analyses: list[str], repeat: int, ptxas: str | None,
-            scratch: str) -> dict:
-    """Median processor seconds of ptxas and of each analysis on one file."""
+            scratch: str, per_process: bool = True) -> dict:
+    """Median processor seconds of ptxas and (`per_process`) of each analysis in its own
+    `gpudiv analyze` process on one file."""
     absolute = str(path.resolve())
     row: dict = {"file": str(path), "lines": len(path.read_text().splitlines()),
-                 "build": "-G" if path.name.endswith(".G.ptx") else
-                 "-O3" if path.name.endswith(".O3.ptx") else "other"}
+                 "build": build_of(path)}
     if ptxas:
         arch = ptxas_arch(path.read_text())
         row["ptxas"] = statistics.median(
             child_seconds([ptxas, f"-arch={arch}", absolute, "-o", os.devnull], scratch)
             for _ in range(repeat))
-    for analysis in analyses:
-        row[analysis] = statistics.median(
-            child_seconds([*gpudiv_command(), "analyze", "--analysis", analysis, absolute,
-                           "--format", "json", "-o", os.devnull], scratch)
-            for _ in range(repeat))
+    if per_process:
+        for analysis in analyses:
+            row[analysis] = statistics.median(
+                child_seconds(analyze_command(analysis, [absolute]), scratch)
+                for _ in range(repeat))
     return row
 
 
-def totals(rows: list[dict], analyses: list[str]) -> list[dict]:
-    """Summed seconds per build and over all files (ratios of the sums)."""
-    groups = [(build, [r for r in rows if r["build"] == build]) for build in ("-O3", "-G")]
-    groups.append(("all", rows))
+def warm_seconds(files: list[Path], analysis: str, repeat: int, scratch: str) -> dict[str, float]:
+    """Processor seconds each file adds to a corpus run (`WARM_DRIVER`), by path."""
+    absolute = [str(f.resolve()) for f in files]
+    _, out = child_run([sys.executable, "-c", WARM_DRIVER, analysis, str(repeat), *absolute],
+                       scratch)
+    seconds = json.loads(out.strip().splitlines()[-1])
+    return {str(f): seconds[a] for f, a in zip(files, absolute, strict=True)}
+
+
+def corpus_seconds(files: list[Path], analysis: str, repeat: int, scratch: str) -> float:
+    """Median processor seconds of one `gpudiv analyze` process on all of `files`."""
+    absolute = [str(f.resolve()) for f in files]
+    return statistics.median(child_seconds(analyze_command(analysis, absolute), scratch)
+                             for _ in range(repeat))
+
+
+def groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The rows of each build that has any, then all rows."""
+    out = [(build, [r for r in rows if r["build"] == build]) for build in BUILDS]
+    return [(name, mine) for name, mine in out if mine] + [("all", rows)]
+
+
+def totals(rows: list[dict], keys: list[str],
+           corpus: dict[tuple[str, str], float] | None = None) -> list[dict]:
+    """Summed seconds per build and over all files (ratios of the sums); `corpus`: the
+    one-process time of each (group, analysis) for the warm columns."""
     out = []
-    for name, mine in groups:
-        if not mine:
-            continue
+    for name, mine in groups(rows):
         total = {"file": f"total {name}", "build": name, "lines": sum(r["lines"] for r in mine)}
-        for key in ("ptxas", *analyses):
+        for key in ("ptxas", *keys):
             if all(key in r for r in mine):
                 total[key] = sum(r[key] for r in mine)
+        for (group, analysis), seconds in (corpus or {}).items():
+            if group == name:
+                total[warm_key(analysis)] = seconds
         out.append(total)
     return out
 
 
-def ratios(row: dict, analyses: list[str]) -> dict[str, float | None]:
-    """gpudiv / ptxas for each analysis (None without ptxas)."""
+def warm_key(analysis: str) -> str:
+    """The row key of an analysis's corpus-run column."""
+    return f"{analysis} corpus"
+
+
+def ratios(row: dict, keys: list[str]) -> dict[str, float | None]:
+    """gpudiv / ptxas for each timed column (None without ptxas or without the column)."""
     ptxas = row.get("ptxas")
-    return {a: (row[a] / ptxas if ptxas else None) for a in analyses}
+    return {k: (row[k] / ptxas if ptxas and k in row else None) for k in keys}
 
 
-def print_table(rows: list[dict], summary: list[dict], analyses: list[str]) -> None:
-    """One line per file, then the totals and the largest ratio per analysis."""
-    heads = ["file", "lines", "ptxas s", *(h for a in analyses for h in (f"{a} s", "ratio"))]
+def print_table(rows: list[dict], summary: list[dict], keys: list[str]) -> None:
+    """One line per file, then the totals and the largest ratio per column."""
+    heads = ["file", "lines", "ptxas s", *(h for k in keys for h in (f"{k} s", "ratio"))]
     lines = [heads]
     for row in (*rows, *summary):
-        ratio = ratios(row, analyses)
+        ratio = ratios(row, keys)
         lines.append([row["file"], str(row["lines"]),
                       f"{row['ptxas']:.3f}" if "ptxas" in row else "-",
-                      *(c for a in analyses for c in (
-                          f"{row[a]:.3f}", "-" if ratio[a] is None else f"{ratio[a]:.1f}"))])
+                      *(c for k in keys for c in (
+                          f"{row[k]:.3f}" if k in row else "-",
+                          "-" if ratio[k] is None else f"{ratio[k]:.1f}"))])
     widths = [max(len(line[k]) for line in lines) for k in range(len(heads))]
     for line in lines:
         print("  ".join(c.ljust(w) if k == 0 else c.rjust(w)
                         for k, (c, w) in enumerate(zip(line, widths, strict=True))))
-    for analysis in analyses:
-        per_file = [(ratios(r, analyses)[analysis], r["file"]) for r in rows]
-        known = [(x, f) for x, f in per_file if x is not None]
+    for key in keys:
+        known = [(x, r["file"]) for r in rows if (x := ratios(r, keys)[key]) is not None]
         if known:
             worst, where = max(known)
-            print(f"largest {analysis} ratio: {worst:.1f} ({where})")
+            print(f"largest {key} ratio: {worst:.1f} ({where})")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Time ptxas and gpudiv on every file and print the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path,
-                        help="PTX files (default: samples/cuda/*.O3.ptx and *.G.ptx)")
+                        help="PTX files (default: samples/cuda/*.ptx, samples/cuda_large/*.ptx)")
     parser.add_argument("--analyses", nargs="+", default=list(ANALYSES))
+    parser.add_argument("--mode", choices=[*MODES, "both"], default="both",
+                        help="one gpudiv process per file, one for the whole list, or both")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="rows and totals as JSON")
     parser.add_argument("--no-compile", action="store_true",
@@ -145,22 +217,40 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.no_compile:
         compile_gpudiv()
-    files = args.files or sorted((ROOT / "samples" / "cuda").glob("*.ptx"))
+    files = args.files or [*sorted((ROOT / "samples" / "cuda").glob("*.ptx")),
+                            *sorted((ROOT / "samples" / "cuda_large").glob("*.ptx"))]
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         print("ptxas not found on PATH: gpudiv times only, no ratios", file=sys.stderr)
+    per_process = args.mode in ("process", "both")
+    in_corpus = args.mode in ("corpus", "both")
+    keys = [*(args.analyses if per_process else []),
+            *(warm_key(a) for a in (args.analyses if in_corpus else []))]
     rows = []
+    corpus: dict[tuple[str, str], float] = {}
     with tempfile.TemporaryDirectory() as scratch:  # imports the installed package
         for path in files:
-            rows.append(measure(path, args.analyses, args.repeat, ptxas, scratch))
+            rows.append(measure(path, args.analyses, args.repeat, ptxas, scratch, per_process))
             print(f"{path}: done", file=sys.stderr, flush=True)
-    summary = totals(rows, args.analyses)
+        if in_corpus:
+            for analysis in args.analyses:
+                warm = warm_seconds(files, analysis, args.repeat, scratch)
+                for row in rows:
+                    row[warm_key(analysis)] = warm[row["file"]]
+                for name, mine in groups(rows):
+                    corpus[name, analysis] = corpus_seconds(
+                        [Path(r["file"]) for r in mine], analysis, args.repeat, scratch)
+                print(f"corpus {analysis}: done", file=sys.stderr, flush=True)
+    summary = totals(rows, [k for k in keys if k in args.analyses], corpus)
     if args.json:
         print(json.dumps({"rows": rows, "totals": summary,
-                          "ratios": {r["file"]: ratios(r, args.analyses)
+                          "ratios": {r["file"]: ratios(r, keys)
                                      for r in (*rows, *summary)}}, indent=1))
     else:
-        print_table([{**r, "file": _shown(r["file"])} for r in rows], summary, args.analyses)
+        print_table([{**r, "file": _shown(r["file"])} for r in rows], summary, keys)
+        if in_corpus:
+            print("corpus columns: per file, what the file adds to a one-process run; "
+                  "totals, one `gpudiv analyze` process over the group's files")
     return 0
 
 

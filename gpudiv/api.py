@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 
 from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
-from gpudiv.analyses import deadlock as deadlock_analysis
-from gpudiv.analyses.deadlock import KernelDeadlocks, kernel_deadlocks, pragma_kernels
 from gpudiv.analyses.findings import Finding, deadlock_findings, file_findings
 from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.analyses.results import KernelResult
@@ -19,6 +17,7 @@ from gpudiv.analyses.stack_slots import original
 from gpudiv.lang.load import load, parse_text
 
 if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel runs
+    from gpudiv.analyses.deadlock import KernelDeadlocks
     from gpudiv.interp.musimd import LaunchConfig
     from gpudiv.interp.ptx import PtxLaunch
     from gpudiv.interp.simt import Counters
@@ -147,6 +146,8 @@ class FileDeadlocks:
 def _pragmas(program: ir.Program) -> tuple[set[str], bool]:
     """The kernels a file's `gpudiv: warp-synchronous` comments opt out (see
     `gpudiv.analyses.deadlock.PRAGMA`)."""
+    from gpudiv.analyses.deadlock import pragma_kernels
+
     try:
         text = Path(program.path).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -160,6 +161,9 @@ def deadlock(source: str | Path | ir.Program, assume_safe: tuple[str, ...] = ()
 
     Kernels named in `assume_safe`, or by a `gpudiv: warp-synchronous` comment of the file,
     are reported with `assumed_safe` and give no findings."""
+    from gpudiv.analyses import deadlock as deadlock_analysis
+    from gpudiv.analyses.deadlock import kernel_deadlocks
+
     program = _program(source)
     named, everything = _pragmas(program)
     trusted = set(assume_safe) | named

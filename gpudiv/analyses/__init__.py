@@ -7,6 +7,7 @@ start-up)."""
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,14 +21,17 @@ DEFAULT_ANALYSIS = "affine2"
 _registry: dict[str, Analysis] = {}
 
 
-def _analyses() -> dict[str, Analysis]:
-    """The registry, built on first use."""
-    if not _registry:
-        from gpudiv.analyses import affine, affine2, simple
+def _driver(name: str) -> Analysis:
+    """The driver of a known analysis, its module imported on first use (only the one
+    a command runs)."""
+    if name not in _registry:
+        _registry[name] = import_module(f"gpudiv.analyses.{name}").analysis()
+    return _registry[name]
 
-        _registry.update({"simple": simple.analysis(), "affine": affine.analysis(),
-                          "affine2": affine2.analysis()})
-    return _registry
+
+def _analyses() -> dict[str, Analysis]:
+    """The registry: every analysis, in `ANALYSIS_NAMES` order."""
+    return {name: _driver(name) for name in ANALYSIS_NAMES}
 
 
 def __getattr__(name: str) -> dict[str, Analysis]:
@@ -39,7 +43,6 @@ def __getattr__(name: str) -> dict[str, Analysis]:
 
 def get_analysis(name: str) -> Analysis:
     """The driver of a named analysis; ValueError lists the known names."""
-    analyses = _analyses()
-    if name not in analyses:
-        raise ValueError(f"unknown analysis '{name}' (known: {', '.join(analyses)})")
-    return analyses[name]
+    if name not in ANALYSIS_NAMES:
+        raise ValueError(f"unknown analysis '{name}' (known: {', '.join(ANALYSIS_NAMES)})")
+    return _driver(name)

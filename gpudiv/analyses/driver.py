@@ -22,7 +22,6 @@ from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.analyses.facts import RELATIONS, facts_text
-from gpudiv.analyses.isolation import each_in_child
 from gpudiv.analyses.launch_shape import BlockShape, kernel_shape
 from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import (
@@ -232,6 +231,8 @@ class Analysis:
                      on_progress: Callable[[str, int, int], None] | None,
                      seconds: float) -> list[KernelResult | RuleError]:
         """`run` with every kernel alone in a child process under a deadline."""
+        from gpudiv.analyses.isolation import each_in_child
+
         def one(i: int) -> KernelResult | RuleError:
             return self._run([kernels[i]], block, None)[0]
 

@@ -8,7 +8,7 @@ integers that do not fit clingo's 32-bit integers are never emitted as numbers.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from gpudiv import ir
 from gpudiv.analyses.invariants import invariant_values
@@ -54,11 +54,18 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _namer(namespace: str):
-    """`quote` for names of blocks, loops and variables, with the namespace in front."""
-    if not namespace:
-        return quote
-    return lambda name: quote(namespace + name)
+def _namer(namespace: str) -> Callable[[str], str]:
+    """`quote` for names of blocks, loops and variables, with the namespace in front;
+    each name is quoted once (a variable's name is in a dozen facts)."""
+    quoted: dict[str, str] = {}
+
+    def named(name: str) -> str:
+        text = quoted.get(name)
+        if text is None:
+            text = quoted[name] = quote(namespace + name)
+        return text
+
+    return named
 
 
 def fits(value: int) -> bool:
@@ -96,8 +103,12 @@ def graph_facts(cfg: ControlFlowGraph, namespace: str = "") -> list[str]:
 
 
 def kernel_facts(ssa: SSAForm, namespace: str = "",
-                 shape: BlockShape | None = None) -> list[str]:
-    """All facts of one kernel, one atom per string (without the final dot).
+                 shape: BlockShape | None = None,
+                 relations: Collection[str] | None = None) -> list[str]:
+    """All facts of one kernel, one atom per string (without the final dot); with
+    `relations`, the facts of some other relations may be left out too (`facts_text`
+    keeps only those; building the memory facts, def_kind/2, def_line/2 and the operands
+    of assignments for analyses that never read them was a third of the facts time).
 
     `namespace` is put in front of every name of a block, loop or SSA variable (never in
     front of operators, kinds or spaces), so that the facts of several kernels can share
@@ -111,6 +122,9 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     out: list[str] = []
     add = out.append
     q = _namer(namespace)
+    wanted = RELATIONS.keys() if relations is None else relations
+    assigns = not ASSIGN_RELATIONS.isdisjoint(wanted)
+    loads = not LOAD_RELATIONS.isdisjoint(wanted)
     shaped = special_values(shape, kernel.specials)
     derived = derived_values(ssa, shape)
     out.extend(graph_facts(cfg, namespace))
@@ -147,8 +161,10 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     for var in ssa.variables.values():
         name = q(var.name)
         add(f"var({name},{quote(var.source)})")
-        add(f"def_kind({name},{quote(var.kind)})")
-        add(f"def_line({name},{var.loc.line})")
+        if "def_kind" in wanted:
+            add(f"def_kind({name},{quote(var.kind)})")
+        if "def_line" in wanted:
+            add(f"def_line({name},{var.loc.line})")
         add(f"def_block({name},{q(var.block)})")
         for operand in dict.fromkeys(var.operands):
             add(f"operand({name},{q(operand)})")
@@ -184,7 +200,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
         if instr is None:
             continue
         if instr.kind == ir.ASSIGN:
-            _assign_facts(ssa, instrs, var.instruction, name, add, q)
+            if assigns:
+                _assign_facts(ssa, instrs, var.instruction, name, add, q)
             if instr.implicit:
                 add(f"hidden_operands({name})")
             kind = comparison_kind(instr)
@@ -198,7 +215,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 add(f"const({name},{arg.value})")
             elif var.operands:
                 add(f"copy({name},{q(var.operands[0])})")
-        elif instr.kind == ir.LOAD:
+        elif instr.kind == ir.LOAD and loads:
             address = _operand_atom(ssa, instrs, var.instruction, 0, q)
             add(f"load({name},{quote(instr.space)},{address})")
             for index in range(len(instr.args)):
@@ -206,10 +223,11 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
-    for n, instr in instrs.items():
+    for n, instr in instrs.items() if "store" in wanted else ():
         if instr.kind == ir.STORE and ssa.instruction_block.get(n):
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
-    _memory_facts(ssa, instrs, add, q)
+    if not MEMORY_RELATIONS.isdisjoint(wanted):
+        _memory_facts(ssa, instrs, add, q)
     return out
 
 
@@ -231,6 +249,15 @@ def instruction_id(n: int) -> str:
     """The name of the instruction with id `n` in the memory facts (`"i17"`, before its
     namespace)."""
     return f"i{n}"
+
+
+# The relations `_assign_facts` writes, and those of loads.
+ASSIGN_RELATIONS = frozenset({"assign_op", "op_bits", "zero_extend", "arg", "arg_const",
+                              "arg_big"})
+LOAD_RELATIONS = frozenset({"load", "load_arg"})
+# The relations `_memory_facts` writes.
+MEMORY_RELATIONS = frozenset({"instr_at", "barrier", "mem_read", "mem_write", "mem_disp",
+                              "mem_size", "mem_def", "store_value"})
 
 
 def _memory_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], add, q) -> None:
@@ -358,7 +385,7 @@ def facts_text(ssa: SSAForm, namespace: str = "",
                shape: BlockShape | None = None) -> str:
     """The facts of one kernel as one ASP program text (only `relations`, when given),
     for a launch with the given block shape (None: any)."""
-    atoms = kernel_facts(ssa, namespace, shape)
+    atoms = kernel_facts(ssa, namespace, shape, relations)
     if relations is None:
         return "".join(f"{atom}.\n" for atom in atoms)
     return "".join(f"{atom}.\n" for atom in atoms if atom[:atom.find("(")] in relations)

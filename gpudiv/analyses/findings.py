@@ -13,16 +13,27 @@ PTX place beside it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from gpudiv.analyses.deadlock import KernelDeadlocks, Place
 from gpudiv.analyses.results import KernelResult
 from gpudiv.ir.perf import paused_gc
+
+# SHA-256 from the interpreter's built-in module when it has one, as the standard library's
+# `random` takes SHA-512: `hashlib` loads OpenSSL first, 2.5 ms of every start-up (issue 16).
+try:
+    from _sha2 import sha256  # Python 3.12 and later
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
+
+if TYPE_CHECKING:  # the deadlock analysis loads when its findings are asked for
+    from gpudiv.analyses.deadlock import KernelDeadlocks, Place
 
 
 class FindingKind:
@@ -399,7 +410,7 @@ def _fingerprint(rule_id: str, kernel: str, subject: str, seen: dict[str, int]) 
     """A stable hash of what a finding is about (not of its line), unique in its kernel."""
     key = f"{rule_id}|{kernel}|{subject}"
     seen[key] = seen.get(key, 0) + 1
-    return hashlib.sha256(f"{key}|{seen[key]}".encode()).hexdigest()[:32]
+    return sha256(f"{key}|{seen[key]}".encode()).hexdigest()[:32]
 
 
 def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
@@ -438,6 +449,8 @@ def _place_locations(path: str, place: Place) -> tuple[SourceLocation, SourceLoc
 def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
     """The findings of one kernel's deadlock report: each loop that may deadlock (at its
     exit branch) and each divergent barrier; none for a kernel assumed safe."""
+    from gpudiv.analyses.deadlock import Place
+
     if report.assumed_safe:
         return []
     findings = []

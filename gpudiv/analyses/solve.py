@@ -7,18 +7,19 @@ files come back as `RuleError` with the file, line and column clingo reported.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from importlib import import_module
 from pathlib import Path
 
 import clingo
 
-from gpudiv.analyses.forked import can_fork, run_in_child
+from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
 
 
 class RuleError(Exception):
@@ -92,7 +93,9 @@ class SolveResult:
 
 def rules_dir() -> Path:
     """The directory of the shipped rule files."""
-    return Path(str(resources.files("gpudiv.rules")))
+    # The package's own folder (what `importlib.resources.files` gives for a package on
+    # disk, without importing importlib.resources and zipfile at every start).
+    return Path(import_module("gpudiv.rules").__file__).parent
 
 
 def shipped_rule(name: str) -> Path:
@@ -249,18 +252,63 @@ def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
     return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
 
 
+@lru_cache(maxsize=32)
+def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | None:
+    """A shipped rule file (`_without_shows` when hiding) parsed once into clingo's syntax
+    trees (parsing the text of affine.lp again for every clingo run took 2 ms, adding its
+    trees 0.3 ms); None when it does not parse (then the text goes in, and clingo reports
+    the error)."""
+    import clingo.ast  # (3.7 ms to import: not at start-up)
+
+    statements: list = []
+    quiet = {"logger": lambda _code, _message: None}
+    try:
+        if hide:
+            clingo.ast.parse_string(_without_shows(path, mtime_ns, hide), statements.append,
+                                    **quiet)
+        else:  # locations name the file, as `Control.load` gives them
+            clingo.ast.parse_files([path], statements.append, **quiet)
+    except RuntimeError:
+        return None
+    comment = getattr(clingo.ast.ASTType, "Comment", None)  # (clingo ≥ 5.8 keeps them)
+    return tuple(s for s in statements if s.ast_type != comment)
+
+
+# clingo's syntax trees free themselves through its library, which Python may tear down
+# first at exit: drop the cached ones while it is still there.
+atexit.register(_shipped_statements.cache_clear)
+
+
+# The shipped rule files loaded so far in this process, as `_shipped_statements` keys.
+_loaded: set[tuple[str, int, Signatures]] = set()
+
+
 def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
                 ) -> None:
     """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
     caller does not read: they cost a Python object per atom, quadratically many for
-    region/2 on deep nests)."""
+    region/2 on deep nests), from their second load in a process on as syntax trees parsed
+    once (the first goes in as text: a process that runs clingo once, as on one small file,
+    would only pay for importing clingo.ast and building the trees)."""
     shipped = rules_dir().resolve()
     for path in rule_files:
-        if hide and Path(path).resolve().parent == shipped:
-            text = _without_shows(str(path), Path(path).stat().st_mtime_ns, hide)
-            control.add("base", [], text)
-        else:
+        if Path(path).resolve().parent != shipped:
             control.load(str(path))
+            continue
+        mtime_ns = Path(path).stat().st_mtime_ns
+        key = (str(path), mtime_ns, hide)
+        statements = _shipped_statements(*key) if key in _loaded else None
+        _loaded.add(key)
+        if statements is None and hide:
+            control.add("base", [], _without_shows(str(path), mtime_ns, hide))
+        elif statements is None:
+            control.load(str(path))
+        else:
+            from clingo.ast import ProgramBuilder
+
+            with ProgramBuilder(control) as builder:
+                for statement in statements:
+                    builder.add(statement)
 
 
 def _ground_and_solve(rule_files: list[Path | str], program: str,
@@ -371,6 +419,14 @@ def _child_outcome(rule_files, program, show, known, megabytes: int,
             [str(s) for s in result.symbols])
 
 
+def _can_fork() -> bool:
+    """Whether a run can be limited (`gpudiv.analyses.forked`, imported only for a
+    limited run)."""
+    from gpudiv.analyses.forked import can_fork
+
+    return can_fork()
+
+
 def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               show: list[tuple[str, int]] | None,
                               known: set[tuple[str, int]] | None,
@@ -378,6 +434,8 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                               options: tuple[str, ...] = ()) -> SolveResult:
     """`_ground_and_solve` in a child process under the budget; RuleError naming the
     user's rule files when it runs out of time or memory."""
+    from gpudiv.analyses.forked import run_in_child
+
     names = ", ".join(users_rule_files(rule_files)) or "rules"
     outcomes: list[tuple] = []
     end = run_in_child(0, 1, lambda _: _child_outcome(rule_files, program, show, known,
@@ -423,13 +481,13 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     """
     if budget is None:
         budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
-    if budget.limited and can_fork():  # no limits where processes cannot fork
+    if budget.limited and _can_fork():  # no limits where processes cannot fork
         result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
                                            hide, options)
     else:
         result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options)
-    for symbol in result.symbols:
-        name, arguments = _atom(symbol)
+    for symbol, atom in zip(result.symbols, AtomReader().read(result.symbols), strict=True):
+        name, arguments = atom if atom is not None else _atom(symbol)
         result.atoms[name].append(arguments)
     return result
 
@@ -442,7 +500,24 @@ class NotSeparable(Exception):
 # no identifier of μ-SIMD or PTX; the analysis driver solves a kernel whose names contain
 # it on its own all the same.
 NAMESPACE_MARK = "|"
-_NAMESPACED = re.compile(r'"(\d+)\|')
+_NAMESPACE = re.compile(r"(\d+)\|")
+
+
+def _namespaces(values: dict[int, object]) -> tuple[dict[int, object], dict[int, object]]:
+    """For every argument id of a joint solve, the kernel whose namespace it names (None:
+    none; NOT_PLAIN: a nested term or a string with two namespaces) and its value without
+    the namespace."""
+    owners: dict[int, object] = {}
+    stripped: dict[int, object] = {}
+    for rep, value in values.items():
+        owners[rep], stripped[rep] = None, value
+        if value is NOT_PLAIN:
+            owners[rep] = NOT_PLAIN
+        elif isinstance(value, str) and (match := _NAMESPACE.match(value)):
+            rest = value[match.end():]
+            owners[rep] = NOT_PLAIN if _NAMESPACE.match(rest) else int(match[1])
+            stripped[rep] = rest
+    return owners, stripped
 
 
 def namespace(index: int) -> str:
@@ -465,15 +540,17 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     """
     result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
     results = {i: SolveResult() for i in facts}
-    for symbol in result.symbols:
-        text = str(symbol)
-        match = _NAMESPACED.search(text)
-        own = results.get(int(match[1])) if match else None
-        stripped = text.replace(match[0], '"') if own is not None else ""
-        parsed = _parse_atom(stripped) if own is not None else None
-        if parsed is None or _NAMESPACED.search(stripped):
-            raise NotSeparable(text)
-        own.atoms[parsed[0]].append(parsed[1])
+    reader = AtomReader()
+    atoms = reader.read_ids(result.symbols)
+    owners, stripped = _namespaces(reader.values)
+    owner, value, result_of = owners.__getitem__, stripped.__getitem__, results.get
+    for symbol, atom in zip(result.symbols, atoms, strict=True):
+        kernels = set(map(owner, atom[1])) if atom is not None else set()
+        kernels.discard(None)
+        own = result_of(kernels.pop()) if len(kernels) == 1 else None
+        if own is None:  # no kernel, several, or an argument that is not plain
+            raise NotSeparable(str(symbol))
+        own.atoms[atom[0]].append(tuple(map(value, atom[1])))
     total = sum(len(f) for f in facts.values()) or 1
     for i, own in results.items():
         share = len(facts[i]) / total

@@ -38,12 +38,14 @@ sees it as an operator it does not look into (uniform in, uniform out).
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field, replace
+from functools import cache
 
 from gpudiv import ir
 from gpudiv.ir.cfg import build_cfg
 from gpudiv.ir.ssa import SSAForm, build_ssa
-from gpudiv.lang.ptx.parse import infer_generic_spaces
+from gpudiv.lang.ptx.kernel import infer_generic_spaces
 
 # Opcode roots whose result is the address they read (or that address plus an offset).
 _ADDRESS_COPY_ROOTS = frozenset({"mov", "cvta"})
@@ -120,13 +122,43 @@ def slot_name(base: str, offset: int, size: int) -> str:
     return f"{base}[{offset}:{offset + size}]"
 
 
+@dataclass
+class PlanMemo:
+    """What the rounds and strategies of `promote_ssa` share: they plan the same SSA forms
+    (and often rewrite the kernel with the same slots) several times."""
+
+    # id() of a form → the form (kept alive, so that its id is not reused) and the address
+    # values of its variables (`_addresses`)
+    addresses: dict[int, tuple[SSAForm, dict]] = field(default_factory=dict)
+    # the promoted accesses → the SSA form of the kernel rewritten with them
+    forms: dict[frozenset, SSAForm] = field(default_factory=dict)
+    # the arguments of `plan` (the form by id) → its result
+    plans: dict[tuple, SlotPlan] = field(default_factory=dict)
+    # id() of a form → the form and its instructions that `plan` looks at (`_scanned`)
+    scans: dict[int, tuple[SSAForm, list]] = field(default_factory=dict)
+
+
 def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] = frozenset(),
-         known: frozenset[Range] = frozenset(), final: bool = False) -> SlotPlan:
+         known: frozenset[Range] = frozenset(), final: bool = False,
+         memo: PlanMemo | None = None) -> SlotPlan:
     """Which `.local` objects of the kernel can be promoted (of `allowed`, default all),
     and their slots' accesses. `trusted`: objects assumed promotable, so that storing an
     address into one of their constant slots is a slot assignment, not an escape (checked
     again once they are promoted). `known`: slots promoted in earlier rounds; a store that
-    overlaps one without being it refuses the object (`final`: any store to one does)."""
+    overlaps one without being it refuses the object (`final`: any store to one does).
+    `memo`: plans and address values of forms planned before (filled in)."""
+    if memo is None:
+        return _plan(ssa, allowed, trusted, known, final, PlanMemo())
+    key = (id(ssa), None if allowed is None else frozenset(allowed), trusted, known, final)
+    if key not in memo.plans:
+        memo.addresses.setdefault(id(ssa), (ssa, {}))  # keeps the form alive
+        memo.plans[key] = _plan(ssa, allowed, trusted, known, final, memo)
+    return memo.plans[key]
+
+
+def _plan(ssa: SSAForm, allowed: set[str] | None, trusted: frozenset[str],
+          known: frozenset[Range], final: bool, memo: PlanMemo) -> SlotPlan:
+    """`plan` without the look-up of earlier results."""
     kernel = ssa.cfg.kernel
     objects = local_objects(kernel)
     result = SlotPlan()
@@ -134,7 +166,6 @@ def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] 
         return result
     allowed = objects if allowed is None else allowed & objects
     instrs = kernel.by_id()
-    values = _addresses(ssa, instrs, objects)
     refused: dict[str, str] = {}
     constant: dict[int, Range] = {}  # instruction id → its slot
 
@@ -142,11 +173,7 @@ def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] 
         for name in _bases(value):
             refused.setdefault(name, why)
 
-    for n, instr in instrs.items():
-        if not ssa.instruction_block.get(n):
-            continue
-        seen = [values.get(u) if u is not None else None for u in ssa.uses[n]]
-        access = _access(instr, seen, objects)
+    for n, instr, seen, access, unfollowed in _scanned(ssa, instrs, objects, memo):
         for k, value in enumerate(seen):
             if value is None or _address_use(instr, k):
                 continue
@@ -154,8 +181,7 @@ def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] 
                          and access[1] is not None and access[0] in trusted)
             if not into_slot:
                 refuse(value, f"an address is used by `{instr.text}`")
-        if (instr.kind in (ir.STORE, ir.ATOMIC) and instr.space == "local"
-                and _access(replace(instr, kind=ir.STORE), seen, objects) is None):
+        if unfollowed:
             refuse(_Mixed(frozenset(objects)), f"`{instr.text}` writes thread-private "
                                                "memory through an address not followed")
         if instr.kind not in (ir.LOAD, ir.STORE) or access is None:
@@ -181,11 +207,41 @@ def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] 
     return result
 
 
-def _access(instr: ir.Instruction, seen: list, objects: set[str]):
+# An instruction `plan` looks at: its id, itself, the address values of its operands, its
+# access (`_access`), and whether it writes thread-private memory through an address that
+# is not followed.
+Scanned = tuple[int, ir.Instruction, list, object, bool]
+
+
+def _scanned(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str],
+             memo: PlanMemo) -> list[Scanned]:
+    """The instructions of a form that read an address, access an object or write
+    thread-private memory, in program order (computed once per form: `plan` looks at
+    the same form with different assumptions)."""
+    if id(ssa) in memo.scans:
+        return memo.scans[id(ssa)][1]
+    values = _cached_addresses(ssa, instrs, objects, memo)
+    out: list[Scanned] = []
+    for n, instr in instrs.items():
+        if not ssa.instruction_block.get(n):
+            continue
+        seen = [values.get(u) if u is not None else None for u in ssa.uses[n]]
+        access = _access(instr, seen, objects)
+        unfollowed = (instr.kind in (ir.STORE, ir.ATOMIC) and instr.space == "local"
+                      and (access if instr.kind == ir.STORE
+                           else _access(instr, seen, objects, ir.STORE)) is None)
+        if access is not None or unfollowed or any(v is not None for v in seen):
+            out.append((n, instr, seen, access, unfollowed))
+    memo.scans[id(ssa)] = (ssa, out)
+    return out
+
+
+def _access(instr: ir.Instruction, seen: list, objects: set[str], kind: str | None = None):
     """For a load or store into an object: (object, offset or None, size or None when
     it is not a plain scalar access), a _Mixed when the address may point elsewhere too,
-    None for anything else."""
-    if instr.kind not in (ir.LOAD, ir.STORE):
+    None for anything else. `kind`: take the instruction as one of this kind."""
+    kind = kind or instr.kind
+    if kind not in (ir.LOAD, ir.STORE):
         return None
     address = _symbol_address(instr, objects)
     if address is None and seen:
@@ -197,7 +253,7 @@ def _access(instr: ir.Instruction, seen: list, objects: set[str]):
     if isinstance(address, _Mixed) or instr.space != "local":
         return _Mixed(_bases(address))
     size = access_size(str(instr.attrs.get("opcode", "")))
-    simple = (size is not None and (instr.kind == ir.LOAD or len(instr.args) == 2)
+    simple = (size is not None and (kind == ir.LOAD or len(instr.args) == 2)
               and "element" not in instr.attrs)
     return (address.base, address.offset, size if simple else None)
 
@@ -212,12 +268,14 @@ def promote_ssa(ssa: SSAForm) -> SSAForm | None:
     nothing; each result is checked as a whole without any assumption (an object that
     fails is left out and that promotion done again), and the one that promotes more
     accesses is kept."""
-    candidates = [_promotion(ssa, trusting) for trusting in (True, False)]
+    memo = PlanMemo()
+    candidates = [_promotion(ssa, trusting, memo) for trusting in (True, False)]
     found = [c for c in candidates if c is not None]
     return max(found, key=lambda c: len(c[1]))[0] if found else None
 
 
-def _promotion(ssa: SSAForm, trusting: bool) -> tuple[SSAForm, dict[int, Range]] | None:
+def _promotion(ssa: SSAForm, trusting: bool, memo: PlanMemo
+               ) -> tuple[SSAForm, dict[int, Range]] | None:
     """One promotion strategy of `promote_ssa`: its SSA form and promoted accesses."""
     kernel = ssa.cfg.kernel
     allowed = local_objects(kernel)
@@ -228,15 +286,16 @@ def _promotion(ssa: SSAForm, trusting: bool) -> tuple[SSAForm, dict[int, Range]]
         slots: dict[int, Range] = {}
         current = ssa
         for _ in range(MAX_ROUNDS):
-            found = plan(current, allowed, trusted, frozenset(slots.values()))
+            found = plan(current, allowed, trusted, frozenset(slots.values()), memo=memo)
             new = {n: r for n, r in found.accesses.items() if n not in slots}
             if not new:
                 break
             slots.update(new)
-            current = build_ssa(build_cfg(_rewrite(kernel, slots)))
+            current = _rewritten(kernel, slots, memo)
         if not slots:
             return None
-        check = plan(current, allowed, known=frozenset(slots.values()), final=True)
+        check = plan(current, allowed, known=frozenset(slots.values()), final=True,
+                     memo=memo)
         failing = {base for base, _, _ in slots.values()} & set(check.refused)
         if not failing:
             return current, slots
@@ -294,9 +353,10 @@ def _promoted(instr: ir.Instruction, slot: str, size: int) -> ir.Instruction:
 
 
 def _symbol_address(instr: ir.Instruction, objects: set[str]) -> _Addr | None:
-    """`[__local_depot0+4]`: the object and offset an access names directly."""
+    """`[__local_depot0+4]`: the object and offset an access names directly (a load,
+    store or atomic)."""
     symbol = instr.attrs.get("symbol")
-    if instr.kind in (ir.LOAD, ir.STORE) and symbol in objects:
+    if instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC) and symbol in objects:
         return _Addr(str(symbol), int(instr.attrs.get("offset", 0)))
     return None
 
@@ -307,10 +367,16 @@ def _address_use(instr: ir.Instruction, k: int) -> bool:
         return k == 0
     if instr.kind != ir.ASSIGN or instr.guard is not None:
         return False
-    root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
+    root = _root(str(instr.attrs.get("opcode", instr.operator or "")))
     if root == "setp":  # a predicate (a null test of `this`): no address can come of it
         return True
     return _transfers(instr, k)
+
+
+@cache
+def _root(opcode: str) -> str:
+    """The opcode's first part (`add.s64` → `add`), remembered per opcode."""
+    return opcode.split(".")[0]
 
 
 def _transfers(instr: ir.Instruction, k: int) -> bool:
@@ -318,7 +384,7 @@ def _transfers(instr: ir.Instruction, k: int) -> bool:
     (a copy of it, or it plus an offset)."""
     if instr.kind != ir.ASSIGN or instr.guard is not None:
         return False
-    root = str(instr.attrs.get("opcode", instr.operator or "")).split(".")[0]
+    root = _root(str(instr.attrs.get("opcode", instr.operator or "")))
     if instr.operator == "copy" or root in _ADDRESS_COPY_ROOTS:
         return len(instr.args) == 1
     if root == "add":
@@ -326,35 +392,62 @@ def _transfers(instr: ir.Instruction, k: int) -> bool:
     return root == "sub" and len(instr.args) == 2 and k == 0
 
 
+def _rewritten(kernel: ir.Kernel, slots: dict[int, Range], memo: PlanMemo) -> SSAForm:
+    """The SSA form of the kernel with the accesses of `slots` made assignments (built
+    once per set of slots)."""
+    key = frozenset(slots.items())
+    if key not in memo.forms:
+        memo.forms[key] = build_ssa(build_cfg(_rewrite(kernel, slots)))
+    return memo.forms[key]
+
+
+def _cached_addresses(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str],
+                      memo: PlanMemo) -> dict:
+    """`_addresses` of a form, computed once per form."""
+    form, values = memo.addresses.get(id(ssa), (ssa, None))
+    if not values:
+        values = _addresses(ssa, instrs, objects)
+        memo.addresses[id(ssa)] = (ssa, values)
+    return values
+
+
 def _addresses(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str]) -> dict:
     """The address value of every SSA variable that may hold one: a fixed point over the
     variables that may carry an object's address at all (φs join their operands; an
-    operand that never carries an address makes the join mixed)."""
-    carriers = _carriers(ssa, instrs, objects)
+    operand that never carries an address makes the join mixed). A worklist in definition
+    order: a variable is computed again only when an operand it reads has changed (the
+    transfer functions are monotone, so this is the fixed point a round-robin finds)."""
+    carriers, readers = _carriers(ssa, instrs, objects)
+    carrying = frozenset(carriers)
     values: dict[str, object] = {}
-    changed = True
-    while changed:
-        changed = False
-        for name in carriers:
-            value = _transfer(ssa.variables[name], instrs, objects, values, carriers, ssa)
-            if value is not None and values.get(name) != value:
-                values[name] = value
-                changed = True
+    work = deque(carriers)
+    queued = set(carriers)
+    while work:
+        name = work.popleft()
+        queued.discard(name)
+        value = _transfer(ssa.variables[name], instrs, objects, values, carrying, ssa)
+        if value is not None and values.get(name) != value:
+            values[name] = value
+            for reader in readers.get(name, ()):
+                if reader not in queued:
+                    queued.add(reader)
+                    work.append(reader)
     for name in carriers:  # (only a cycle of φs that no address reaches: be safe)
         values.setdefault(name, _Mixed(frozenset(objects)))
     return values
 
 
-def _carriers(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str]) -> list[str]:
+def _carriers(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str]
+              ) -> tuple[list[str], dict[str, list[str]]]:
     """SSA variables that may hold an address of an object (reachability from the objects'
-    symbols through address arithmetic and φs), in definition order."""
+    symbols through address arithmetic and φs), in definition order; and for each
+    variable the variables computed from it."""
     readers: dict[str, list[str]] = {}
     for var in ssa.variables.values():
         if var.kind in ("phi", "eta", "rejoin"):
             sources = var.operands
-        elif var.kind == ir.ASSIGN and var.instruction is not None and any(
-                _transfers(instrs[var.instruction], k)
-                for k in range(len(instrs[var.instruction].args))):
+        elif (var.kind == ir.ASSIGN and var.instruction is not None
+              and _transfers(instrs[var.instruction], 0)):  # operand 0 transfers if any
             sources = [u for u in ssa.uses[var.instruction] if u is not None]
         else:
             continue
@@ -367,7 +460,7 @@ def _carriers(ssa: SSAForm, instrs: dict[int, ir.Instruction], objects: set[str]
             if reader not in found:
                 found.add(reader)
                 work.append(reader)
-    return [name for name in ssa.variables if name in found]
+    return [name for name in ssa.variables if name in found], readers
 
 
 def _transfer(var, instrs, objects, values, carriers, ssa):
@@ -395,7 +488,7 @@ def _transfer(var, instrs, objects, values, carriers, ssa):
     (k, address), = addresses
     if len(instr.args) == 1:
         return address
-    root = str(instr.attrs.get("opcode", "")).split(".")[0]
+    root = _root(str(instr.attrs.get("opcode", "")))
     other = instr.args[1 - k]
     if root == "sub" and k == 1:
         return _Mixed(everything)  # something minus an address is no address we track

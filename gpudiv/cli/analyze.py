@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +22,7 @@ from gpudiv.cli.common import (
     one_line_errors,
     progress_display,
 )
+from gpudiv.ir.perf import start_up
 
 if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpudiv --help`)
     from gpudiv.report.corpus import FileOutcome
@@ -51,8 +51,10 @@ def _corpus_cache(folder: str | None) -> CorpusCache | None:
 @one_line_errors
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse files and folders; print or write the report."""
-    from gpudiv.report.corpus import analyze_corpus, collect_inputs, job_count, summarize
-    from gpudiv.report.documents import analysis_json, render_analysis, render_findings
+    with start_up():  # imports make objects that live as long as the process
+        from gpudiv.report.corpus import analyze_corpus, collect_inputs, job_count, summarize
+        from gpudiv.report.documents import analysis_json, render_analysis, render_findings
+        from gpudiv.report.jsontext import dumps_indented
 
     _check_output(args.output)
     block_option(args)
@@ -116,13 +118,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         document = analysis_json(files)
         if corpus:
             document["summary"] = summary.as_dict()
-        text = json.dumps(document, indent=2) + "\n"
+        text = dumps_indented(document) + "\n"
     elif args.format == "sarif":
         from gpudiv.report.sarif import sarif_log
 
         unread = [(o.path, o.failure) for o in run.outcomes
                   if o.analysis is None and o.failure]  # the others carry diagnostics
-        text = json.dumps(sarif_log(files, unread), indent=2) + "\n"
+        text = dumps_indented(sarif_log(files, unread)) + "\n"
     elif args.format == "html":
         from gpudiv.report.htmlreport import html_report
 

@@ -1,11 +1,13 @@
 """`gpudiv random`: write the random programs of the property tests, to check them by hand.
 
 `gpudiv random [--seed N] [--count C] [--statements S] [--cycles | --unstructured]
-[--ptx] [-o DIR]` prints the μ-SIMD (or, with `--ptx`, PTX) text of the program of seed
-N (`gpudiv.verify.randprog.random_program`, `gpudiv.verify.randptx.random_ptx`); with `-o DIR` it
-writes programs N … N+C-1 to `DIR/rand_SEED.musimd` (`.ptx`), ready for
-`gpudiv check DIR`. The property tests in tests/verify/test_oracle_cycles.py draw the same
-programs (seed, statements), so a failing example can be written out and inspected.
+[--ptx [--calls]] [-o DIR]` prints the μ-SIMD (or, with `--ptx`, PTX) text of the
+program of seed N (`gpudiv.verify.randprog.random_program`,
+`gpudiv.verify.randptx.random_ptx`; `--calls`: some operations through device functions,
+called as nvcc's -G builds call them); with `-o DIR` it writes programs N … N+C-1 to
+`DIR/rand_SEED.musimd` (`.ptx`), ready for `gpudiv check DIR`. The property tests in
+tests/verify/test_oracle_cycles.py draw the same programs (seed, statements), so a
+failing example can be written out and inspected.
 """
 
 from __future__ import annotations
@@ -24,19 +26,21 @@ def kernel_name(seed: int) -> str:
     return f"rand_{seed}" if seed >= 0 else f"rand_m{-seed}"
 
 
-def program_text(seed: int, statements: int, mode: str, ptx: bool) -> str:
-    """The text of one random kernel `rand_SEED(n, k)` in the chosen mode and language."""
+def program_text(seed: int, statements: int, mode: str, ptx: bool,
+                 calls: bool = False) -> str:
+    """The text of one random kernel `rand_SEED(n, k)` in the chosen mode and language
+    (`calls`: PTX with device functions)."""
     name = kernel_name(seed)
     cycles, unstructured = mode == "cycles", mode == "unstructured"
     if ptx:
         return random_ptx(seed, statements, cycles=cycles, unstructured=unstructured,
-                          name=name)
+                          name=name, calls=calls)
     return random_program(seed, statements, cycles=cycles, unstructured=unstructured,
                           name=name)
 
 
 def write_programs(folder: Path, seeds: range, statements: int, mode: str,
-                   ptx: bool) -> list[Path]:
+                   ptx: bool, calls: bool = False) -> list[Path]:
     """Write one file per seed into `folder` (created if needed); returns the paths."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -46,7 +50,7 @@ def write_programs(folder: Path, seeds: range, statements: int, mode: str,
     for seed in seeds:
         path = folder / (kernel_name(seed) + (".ptx" if ptx else ".musimd"))
         try:
-            path.write_text(program_text(seed, statements, mode, ptx))
+            path.write_text(program_text(seed, statements, mode, ptx, calls))
         except OSError as error:
             raise CommandError(f"{path}: error: cannot write: {error.strerror}") from None
         paths.append(path)
@@ -59,14 +63,17 @@ def cmd_random(args: argparse.Namespace) -> int:
         raise CommandError("gpudiv random: error: --count must be at least 1")
     if args.statements < 1:
         raise CommandError("gpudiv random: error: --statements must be at least 1")
+    if args.calls and not args.ptx:
+        raise CommandError("gpudiv random: error: --calls needs --ptx (μ-SIMD has no calls)")
     mode = "cycles" if args.cycles else "unstructured" if args.unstructured else "structured"
     if args.output is None:
         if args.count != 1:
             raise CommandError("gpudiv random: error: --count needs -o DIR")
-        sys.stdout.write(program_text(args.seed, args.statements, mode, args.ptx))
+        sys.stdout.write(program_text(args.seed, args.statements, mode, args.ptx, args.calls))
         return EXIT_OK
     seeds = range(args.seed, args.seed + args.count)
-    paths = write_programs(Path(args.output), seeds, args.statements, mode, args.ptx)
+    paths = write_programs(Path(args.output), seeds, args.statements, mode, args.ptx,
+                           args.calls)
     print(f"{len(paths)} programs written to {args.output}")
     return EXIT_OK
 
@@ -85,5 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     shape.add_argument("--unstructured", action="store_true",
                        help="joins that are not post-dominators, early exits (ipdom)")
     parser.add_argument("--ptx", action="store_true", help="PTX for sm_80 instead of μ-SIMD")
+    parser.add_argument("--calls", action="store_true",
+                        help="PTX: min, max, *, < and tid through device functions, called "
+                             "as nvcc -G calls them (the front end inlines them)")
     parser.add_argument("-o", "--output", metavar="DIR", help="write files rand_SEED.* here")
     parser.set_defaults(handler=cmd_random)

@@ -12,13 +12,14 @@ written; a folder that cannot be created means no cache.
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from importlib import resources
 from pathlib import Path
 
 import lark
 from lark import Lark
+
+from gpudiv.lang.regex_cache import cache_folder
 
 
 def grammar_text(name: str) -> str:
@@ -29,11 +30,8 @@ def grammar_text(name: str) -> str:
 def cache_file(name: str, text: str) -> str | None:
     """Where the analysed tables of grammar `name` with this text are kept (None: no
     cache folder can be made)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    folder = Path(base) / "gpudiv"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    folder = cache_folder()
+    if folder is None:
         return None
     key = f"{text}\0{lark.__version__}\0{sys.version_info[:2]}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]

@@ -16,12 +16,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudiv.analyses import DEFAULT_ANALYSIS
 from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.api import FileAnalysis, analyze
 from gpudiv.lang.load import LANGUAGES, LoadError, load
-from gpudiv.report.corpus_cache import CorpusCache
+
+if TYPE_CHECKING:  # loads with `--cache`
+    from gpudiv.report.corpus_cache import CorpusCache
 
 
 class CorpusError(Exception):
@@ -319,6 +322,8 @@ def analyze_paths(paths: list[str | Path], analysis: str = DEFAULT_ANALYSIS,
                   ) -> tuple[CorpusRun, CorpusSummary]:
     """Files and folders → the run and its summary (the API of `gpudiv analyze DIR…`);
     `cache`: a folder of stored outcomes (`--cache`), `kernel_timeout` seconds per kernel."""
+    from gpudiv.report.corpus_cache import CorpusCache
+
     files = collect_inputs(paths)
     run = analyze_corpus(files, analysis, jobs, block=as_shape(block),
                          cache=CorpusCache(cache) if cache is not None else None,

@@ -22,6 +22,17 @@ plus the added amount (μ-SIMD gives each lane the new value, PTX the old one); 
 that may be read before it is written is set to 0 at the top, as the μ-SIMD interpreter
 starts every register at 0. A branch on a comparison computed just before it uses the
 comparison's predicate directly (`@!%p bra` for `bz`), as nvcc's code does.
+
+With `calls=True` some operations become calls to device functions, in the call sequence
+nvcc's `-G` builds use (a `{ }` scope declaring `.param` arguments written with `st.param`,
+`call.uni (retval0), f, (param0, …)`, the result read with `ld.param`), so that the oracle
+also sees the front end's inlining: `min` (`gd_min`: arguments spilled to a `.local`
+stack frame and read back, one `ret` per branch arm), `max` (`gd_max`: a + b − min(a, b)
+through a nested call to `gd_min`), `*` (`gd_mul`: shift-and-add in a loop whose trip count
+is the position of the multiplier's highest bit, a divergent loop exit when the multiplier
+differs between lanes), `<` (`gd_lt`: 1 or 0 from two `ret`s) and `tid` (`gd_tid`: the
+function reads `%tid.x` itself). Each computes exactly what the instruction it replaces
+computes, so the kernel still behaves as the μ-SIMD program.
 """
 
 from __future__ import annotations
@@ -39,13 +50,91 @@ ARITHMETIC = {"+": "add.s32", "-": "sub.s32", "*": "mul.lo.s32", "/": "div.s32",
               "<<": "shl.b32", ">>": "shr.s32", "min": "min.s32", "max": "max.s32"}
 COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
+# Device functions of `calls=True`: name → (parameters, the functions it calls, body).
+DEVICE_FUNCTIONS: dict[str, tuple[int, tuple[str, ...], str]] = {
+    "gd_min": (2, (), """\t.local .align 4 .b8 __local_depot_min[8];
+\t.reg .b64 %SP;
+\t.reg .b64 %SPL;
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<5>;
+\tmov.u64 %SPL, __local_depot_min;
+\tcvta.local.u64 %SP, %SPL;
+\tld.param.u32 %r1, [gd_min_param_0];
+\tld.param.u32 %r2, [gd_min_param_1];
+\tst.u32 [%SP], %r1;
+\tst.local.u32 [%SPL+4], %r2;
+\tld.local.u32 %r3, [%SPL];
+\tld.u32 %r4, [%SP+4];
+\tsetp.lt.s32 %p1, %r3, %r4;
+\t@%p1 bra $L_gd_min_first;
+\tst.param.b32 [func_retval0], %r4;
+\tret;
+$L_gd_min_first:
+\tst.param.b32 [func_retval0], %r3;
+\tret;"""),
+    "gd_max": (2, ("gd_min",), """\t.reg .b32 %r<6>;
+\tld.param.u32 %r1, [gd_max_param_0];
+\tld.param.u32 %r2, [gd_max_param_1];
+\t{
+\t.param .b32 param0;
+\tst.param.b32 [param0], %r1;
+\t.param .b32 param1;
+\tst.param.b32 [param1], %r2;
+\t.param .b32 retval0;
+\tcall.uni (retval0), gd_min, (param0, param1);
+\tld.param.b32 %r3, [retval0];
+\t}
+\tadd.s32 %r4, %r1, %r2;
+\tsub.s32 %r5, %r4, %r3;
+\tst.param.b32 [func_retval0], %r5;
+\tret;"""),
+    "gd_mul": (2, (), """\t.reg .pred %p<3>;
+\t.reg .b32 %r<5>;
+\tld.param.u32 %r1, [gd_mul_param_0];
+\tld.param.u32 %r2, [gd_mul_param_1];
+\tmov.u32 %r3, 0;
+$L_gd_mul_loop:
+\tsetp.eq.s32 %p1, %r2, 0;
+\t@%p1 bra $L_gd_mul_done;
+\tand.b32 %r4, %r2, 1;
+\tsetp.eq.s32 %p2, %r4, 0;
+\t@%p2 bra $L_gd_mul_next;
+\tadd.s32 %r3, %r3, %r1;
+$L_gd_mul_next:
+\tshl.b32 %r1, %r1, 1;
+\tshr.u32 %r2, %r2, 1;
+\tbra.uni $L_gd_mul_loop;
+$L_gd_mul_done:
+\tst.param.b32 [func_retval0], %r3;
+\tret;"""),
+    "gd_lt": (2, (), """\t.reg .pred %p<2>;
+\t.reg .b32 %r<3>;
+\tld.param.u32 %r1, [gd_lt_param_0];
+\tld.param.u32 %r2, [gd_lt_param_1];
+\tsetp.lt.s32 %p1, %r1, %r2;
+\t@%p1 bra $L_gd_lt_true;
+\tst.param.b32 [func_retval0], 0;
+\tret;
+$L_gd_lt_true:
+\tst.param.b32 [func_retval0], 1;
+\tret;"""),
+    "gd_tid": (0, (), """\t.reg .b32 %r<2>;
+\tmov.u32 %r1, %tid.x;
+\tst.param.b32 [func_retval0], %r1;
+\tret;"""),
+}
+# The operators (and special register) `calls=True` computes by calling a device function.
+CALLED = {"min": "gd_min", "max": "gd_max", "*": "gd_mul", "<": "gd_lt", "tid": "gd_tid"}
+
 
 class _Translator:
     """Emits the PTX of one μ-SIMD kernel; registers are numbered as they are needed."""
 
-    def __init__(self, kernel: ir.Kernel, name: str) -> None:
+    def __init__(self, kernel: ir.Kernel, name: str, calls: bool = False) -> None:
         self.kernel = kernel
         self.name = name
+        self.calls = calls
+        self.called: set[str] = set()  # the device functions the kernel calls
         self.body: list[str] = []
         self.registers: dict[str, str] = {}
         self.counts = {"r": 0, "p": 0, "rd": 0}
@@ -72,6 +161,8 @@ class _Translator:
             return self.register(operand.name)
         if isinstance(operand, ir.Const) and immediate:
             return str(operand.value)
+        if self.calls and isinstance(operand, ir.Special) and operand.name in CALLED:
+            return self.call(CALLED[operand.name], [])
         temporary = self.fresh("r")
         source = (SPECIAL_REGISTERS[operand.name] if isinstance(operand, ir.Special)
                   else str(operand))
@@ -97,13 +188,32 @@ class _Translator:
         self.emit(f"add.s64 {total}, {base}, {offset}")
         return f"[{total}]"
 
+    def call(self, function: str, arguments: list[str], dest: str | None = None) -> str:
+        """Call a device function of `DEVICE_FUNCTIONS` on registers; its result register."""
+        self.called.add(function)
+        dest = dest or self.fresh("r")
+        self.body.append("\t{")
+        names = []
+        for k, argument in enumerate(arguments):
+            self.body.append(f"\t.param .b32 param{k};")
+            self.emit(f"st.param.b32 [param{k}], {argument}")
+            names.append(f"param{k}")
+        self.body.append("\t.param .b32 retval0;")
+        self.emit(f"call.uni (retval0), {function}, ({', '.join(names)})")
+        self.emit(f"ld.param.b32 {dest}, [retval0]")
+        self.body.append("\t}")
+        return dest
+
     # -- instructions -------------------------------------------------------------------
 
     def assign(self, instr: ir.Instruction) -> None:
         """Copies, unary and binary operators."""
         dest = self.register(instr.dest or "")
         operator = instr.operator or "copy"
-        if operator == "copy":
+        if self.calls and operator in CALLED and len(instr.args) == 2:
+            left, right = self.value(instr.args[0], False), self.value(instr.args[1], False)
+            self.call(CALLED[operator], [left, right], dest)
+        elif operator == "copy":
             self.emit(f"mov.u32 {dest}, {self.value(instr.args[0])}")
         elif len(instr.args) == 1:
             source = self.value(instr.args[0], immediate=False)
@@ -194,6 +304,7 @@ class _Translator:
             self.emit("ret")
         params = ", ".join(f".param .s32 {p}" for p in self.kernel.params)
         head = [".version 7.0", ".target sm_80", ".address_size 64", "",
+                *device_functions(self.called),
                 f".visible .entry {self.name}({params})", "{",
                 f"\t.reg .pred %p<{self.counts['p'] + 1}>;",
                 f"\t.reg .b32 %r<{self.counts['r'] + 1}>;",
@@ -201,6 +312,26 @@ class _Translator:
                 f"\t.shared .align 4 .b32 sh[{SHARED_WORDS}];",
                 f"\t.local .align 4 .b32 lo[{LOCAL_WORDS}];", ""]
         return "\n".join(head + self.body + ["}", ""])
+
+
+def device_functions(called: set[str]) -> list[str]:
+    """The PTX of the called device functions and those they call, callees first."""
+    needed: list[str] = []
+
+    def visit(name: str) -> None:
+        if name not in needed:
+            for callee in DEVICE_FUNCTIONS[name][1]:
+                visit(callee)
+            needed.append(name)
+
+    for name in sorted(called):
+        visit(name)
+    lines = []
+    for name in needed:
+        arity, _, body = DEVICE_FUNCTIONS[name]
+        params = ", ".join(f".param .b32 {name}_param_{k}" for k in range(arity))
+        lines += [f".func (.param .b32 func_retval0) {name}({params})", "{", body, "}", ""]
+    return lines
 
 
 def _label(label: str) -> str:
@@ -223,17 +354,19 @@ def _maybe_read_first(kernel: ir.Kernel) -> set[str]:
     return (every - written) | read_first
 
 
-def musimd_to_ptx(kernel: ir.Kernel, name: str | None = None) -> str:
-    """The PTX module of one parsed μ-SIMD kernel (see the module doc for the mapping)."""
-    return _Translator(kernel, name or kernel.name).text()
+def musimd_to_ptx(kernel: ir.Kernel, name: str | None = None, calls: bool = False) -> str:
+    """The PTX module of one parsed μ-SIMD kernel (see the module doc for the mapping;
+    `calls`: some operations through device functions)."""
+    return _Translator(kernel, name or kernel.name, calls).text()
 
 
 def random_ptx(seed: int, statements: int = 20, *, max_depth: int = 3, cycles: bool = True,
-               unstructured: bool = False, name: str = "rand") -> str:
-    """The PTX of one random terminating kernel `NAME(n, k)` (module doc)."""
+               unstructured: bool = False, name: str = "rand", calls: bool = False) -> str:
+    """The PTX of one random terminating kernel `NAME(n, k)` (module doc; `calls`: some
+    operations through device functions)."""
     text = random_program(seed, statements, max_depth=max_depth, cycles=cycles,
                           unstructured=unstructured, name=name)
     program = parse_musimd(text, f"{name}.musimd")
     if program.errors:
         raise ValueError(f"generated μ-SIMD does not parse: {program.errors[0]}")
-    return musimd_to_ptx(program.kernels[0], name)
+    return musimd_to_ptx(program.kernels[0], name, calls)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the PTX files of the gpudiv CUDA sample corpus.
-# For every X.cu in this directory:
+#   samples/cuda/build.sh [FOLDER]   (default: this folder; samples/cuda_large holds the
+#                                     large programs that only benchmarks and slow tests use)
+# For every X.cu in FOLDER:
 #   X.O3.ptx : nvcc -ptx -lineinfo -O3 -arch=sm_80
 #   X.G.ptx  : nvcc -ptx -G -arch=sm_80
 # A file with a line `// arch: sm_NN` is built for that architecture instead (e.g.
@@ -9,7 +11,7 @@
 # folder afterwards so the corpus does not carry the path of the machine that built it.
 set -euo pipefail
 
-cd "$(dirname "$0")"
+cd "${1:-$(dirname "$0")}"
 NVCC="${NVCC:-nvcc}"
 ARCH="${ARCH:-sm_80}"
 

@@ -1,5 +1,6 @@
 """Findings as data: kinds, locations (CUDA origin and PTX place), explanations, text/JSON."""
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ from gpudiv.analyses.findings import (
     KINDS,
     BraUniDivergent,
     DivergentBranch,
+    _fingerprint,
     file_findings,
     kind_by_id,
 )
@@ -199,3 +201,12 @@ def test_long_chains_are_abbreviated_and_keep_their_end():
     assert more == 101 - CHAIN_SHOWN - 1 and terminal == ("source", "tid")
     assert chains.shown("v60", CHAIN_SHOWN) == (chains.chain("v60")[0], 0, ("source", "tid"))
     assert chains.end("v3") == "v100" and chains.end("v100") == "v100"
+
+
+def test_fingerprints_are_sha256_of_what_a_finding_is_about():
+    """Fingerprints stay SHA-256 whichever module computes it (built-in or hashlib)."""
+    seen: dict[str, int] = {}
+    first = _fingerprint("gpudiv-divergent-branch", "k", "%p1", seen)
+    second = _fingerprint("gpudiv-divergent-branch", "k", "%p1", seen)
+    assert first == hashlib.sha256(b"gpudiv-divergent-branch|k|%p1|1").hexdigest()[:32]
+    assert second == hashlib.sha256(b"gpudiv-divergent-branch|k|%p1|2").hexdigest()[:32]

@@ -26,3 +26,41 @@ def test_atoms_convert_like_the_symbol_accessors():
 def test_unsatisfiable_rules_are_an_error():
     with pytest.raises(RuleError, match="no answer set"):
         solve([], "a. :- a.")
+
+
+def test_cached_rule_trees_leave_nothing_to_report_at_exit():
+    """The syntax trees of shipped rule files are cached (from their second load in a
+    process: two files, one job); a process that exits with them must not print clingo's
+    errors about freeing them after its library is gone."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    samples = Path(__file__).parents[2] / "samples" / "cuda"
+    done = subprocess.run([sys.executable, "-m", "gpudiv.cli", "analyze", "--jobs", "1",
+                           str(samples / "vector_ops.O3.ptx"),
+                           str(samples / "kfcm_pipeline.O3.ptx"),
+                           "--format", "json", "-o", os.devnull],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+
+
+def test_shipped_rules_go_in_as_text_first_and_as_cached_trees_after():
+    """One clingo run in a process (one small file) does not pay for clingo.ast and the
+    trees; from the second load on the trees are parsed once and give the same answer."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom gpudiv.analyses import solve\n"
+            "rules, hide = [solve.shipped_rule('cfg.lp')], frozenset({('x', 1)})\n"
+            "facts = 'branch(b0, p). edge(b0, b1). edge(b0, b2). edge(b1, b2). ipdom(b0, b2)."
+            " ipdom(b1, b2).'\n"
+            "first = solve.solve(rules, facts, hide=hide)\n"
+            "text_only = 'clingo.ast' not in sys.modules\n"
+            "second = solve.solve(rules, facts, hide=hide)\n"
+            "print(text_only, solve._shipped_statements.cache_info().currsize,"
+            " dict(first.atoms) == dict(second.atoms), len(first.symbols) > 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.split() == ["True", "1", "True", "True"], done.stdout + done.stderr

@@ -22,11 +22,14 @@ def test_prints_the_program_of_a_seed(capsys):
     assert out == random_program(17, 12, cycles=True, name="rand_17")
     code, out, _ = run_cli(capsys, "random", "--seed", "-3", "--ptx")
     assert code == 0 and out == random_ptx(-3, cycles=False, name="rand_m3")
+    code, out, _ = run_cli(capsys, "random", "--seed", "4", "--ptx", "--calls")
+    assert code == 0 and out == random_ptx(4, cycles=False, name="rand_4", calls=True)
+    assert "call.uni" in out
 
 
-@pytest.mark.parametrize("language", ["musimd", "ptx"])
-def test_written_programs_check_without_violation(capsys, tmp_path, language):
-    extra = ["--ptx"] if language == "ptx" else []
+@pytest.mark.parametrize(("language", "extra"), [("musimd", []), ("ptx", ["--ptx"]),
+                                               ("ptx", ["--ptx", "--calls"])])
+def test_written_programs_check_without_violation(capsys, tmp_path, language, extra):
     code, out, _ = run_cli(capsys, "random", "--seed", "5", "--count", "3", "--cycles",
                            "-o", str(tmp_path / "out"), *extra)
     assert code == 0 and out == f"3 programs written to {tmp_path / 'out'}\n"
@@ -41,6 +44,7 @@ def test_written_programs_check_without_violation(capsys, tmp_path, language):
     (["--count", "0"], "gpudiv random: error: --count must be at least 1"),
     (["--count", "2"], "gpudiv random: error: --count needs -o DIR"),
     (["--statements", "0"], "gpudiv random: error: --statements must be at least 1"),
+    (["--calls"], "gpudiv random: error: --calls needs --ptx (μ-SIMD has no calls)"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, args, message):
     code, out, err = run_cli(capsys, "random", *args)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpudiv import ir
+from gpudiv.lang.load import load
 from gpudiv.verify.transform_check import transform
 from tests.transforms.test_lcm import FIG_4_1, FIG_4_4, graph_facts, solve_lcm_facts
 
@@ -98,3 +99,28 @@ def test_only_spre_speculates_at_uniform_branches(name, count):
     (kernel,) = out.kernels
     assert kernel.status == "verified" and not kernel.oracle_violations
     assert computations(out.program.kernels[0]) == count
+
+
+FIG_4_11_FILE = FIG_4_6.parent / "loads" / "fig4_11.musimd"
+
+
+def blocks_computing_i_plus_1(kernel: ir.Kernel) -> list[str]:
+    """The blocks that compute i + 1 (the loop's increment, also an address in N5)."""
+    return sorted(b.label for b in kernel.blocks for i in b.instructions
+                  if i.kind == ir.ASSIGN and i.operator == "+"
+                  and i.args == (ir.Var("i"), ir.Const(1)))
+
+
+@pytest.mark.parametrize(("name", "where"), [("lcm", ["N3", "N5", "N6"]), ("sscm", ["N2"])])
+def test_fig_4_11_lcm_moves_the_increment_into_the_divergent_arms(name, where):
+    """Why LCM's computation issues rise on the code-motion benchmark (README): the
+    increment i + 1 of N8 (reached after the warp reconverges) is partially redundant
+    with N5's address i + 1, and LCM places it at the latest safe points, the arms N3, N5
+    and N6 of the divergent branches (a divergent warp issues it up to three times, as in
+    the seed's Fig 4.1); SSCM speculates at the divergent branch and computes it once, in
+    N2."""
+    before = load(str(FIG_4_11_FILE)).kernels[0]
+    assert blocks_computing_i_plus_1(before) == ["N5", "N8"]
+    out = transform(str(FIG_4_11_FILE), name, verify=True)
+    assert out.kernels[0].status == "verified" and not out.kernels[0].oracle_violations
+    assert blocks_computing_i_plus_1(out.program.kernels[0]) == where

@@ -119,6 +119,16 @@ def test_ptx_programs_with_cycles(seed, statements):
     assert_sound(random_ptx(seed, statements), "ptx", seed)
 
 
+@pytest.mark.slow
+@settings(PROPERTY, max_examples=int(50 * SCALE))
+@given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
+def test_ptx_programs_with_calls(seed, statements):
+    """The same programs with some operations through device functions in nvcc's -G call
+    sequence (inlined by the front end: returns in divergent arms, a nested call, a loop
+    with a divergent exit, a local stack frame, %tid.x read in the callee)."""
+    assert_sound(random_ptx(seed, statements, calls=True), "ptx", seed)
+
+
 @pytest.mark.parametrize("seed", [*range(10), 17, 25])
 def test_a_few_programs_in_both_languages(seed):
     """The fast loop's share: a few fixed seeds, both languages (17 and 25 broke claims
@@ -126,6 +136,8 @@ def test_a_few_programs_in_both_languages(seed):
     assert_sound(random_program(seed, 20, cycles=True), "musimd", seed)
     if seed % 4 == 0 or seed > 10:
         assert_sound(random_ptx(seed, 20), "ptx", seed)
+    if seed in (1, 17):
+        assert_sound(random_ptx(seed, 20, calls=True), "ptx", seed)
 
 
 def test_the_generator_finds_temporal_divergence_inside_cycles(monkeypatch):

@@ -52,10 +52,12 @@ def test_front_end_accepts_and_cycles_are_kept(cycles: bool) -> None:
 
 
 class _Branches:
-    """Observer recording each conditional branch outcome: (ordinal, lanes, jumping lanes)."""
+    """Observer recording each conditional branch outcome: (ordinal, lanes, jumping lanes);
+    branches of inlined device functions are left out."""
 
     def __init__(self, kernel: ir.Kernel) -> None:
-        branches = [n for n, i in enumerate(kernel.instructions()) if i.kind == ir.BRANCH]
+        branches = [n for n, i in enumerate(kernel.instructions())
+                    if i.kind == ir.BRANCH and "function" not in i.attrs]
         self.ordinal = {pc: k for k, pc in enumerate(branches)}
         self.seen: Counter = Counter()
 
@@ -64,23 +66,54 @@ class _Branches:
 
     def branch(self, warp, instruction, active, jumps) -> None:
         """Record one outcome."""
+        if instruction not in self.ordinal:
+            return
         lanes = tuple(int(t) for t in active)
         self.seen[(self.ordinal[instruction], lanes,
                    tuple(t for t, j in zip(lanes, jumps, strict=True) if j))] += 1
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_same_branch_outcomes_as_the_musimd_program(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "calls"), [*((s, False) for s in range(30)),
+                                             *((s, True) for s in range(0, 30, 3))])
+def test_same_branch_outcomes_as_the_musimd_program(seed: int, calls: bool) -> None:
     """One warp of 32 threads, same parameters: every conditional branch of the PTX kernel
-    splits the lanes exactly as the μ-SIMD branch it translates, as often."""
+    splits the lanes exactly as the μ-SIMD branch it translates, as often (`calls`: the
+    device functions compute what the instructions they replace compute)."""
     text = random_program(seed, 25, cycles=True)
     musimd = _musimd_kernel(text)
-    ptx = _ptx_kernel(musimd_to_ptx(musimd))
+    ptx = _ptx_kernel(musimd_to_ptx(musimd, calls=calls))
     params = {"n": seed % 7 - 2, "k": seed % 5}
     expected, observed = _Branches(musimd), _Branches(ptx)
     run_kernel(musimd, LaunchConfig(32, 32, params, reconvergence="ipdom"), observer=expected)
     run_ptx_kernel(ptx, PtxLaunch(block=(32, 1, 1), args=dict(params)), observer=observed)
     assert observed.seen == expected.seen, text
+
+
+def test_calls_go_through_every_device_function() -> None:
+    """`calls=True` calls each device function (gd_max calls gd_min), in nvcc's -G call
+    sequence, and the front end inlines them all."""
+    ptx = musimd_to_ptx(_musimd_kernel(EVERY_CALLED), calls=True)
+    for function in ("gd_min", "gd_max", "gd_mul", "gd_lt", "gd_tid"):
+        assert f") {function}(" in ptx and f"call.uni (retval0), {function}," in ptx
+    assert "cvta.local.u64 %SP, %SPL" in ptx and "shr.u32" in ptx
+    kernel = _ptx_kernel(ptx)
+    inlined = {i.attrs.get("function") for i in kernel.instructions()}
+    assert {"gd_min", "gd_max", "gd_mul", "gd_lt", "gd_tid"} <= inlined
+    assert musimd_to_ptx(_musimd_kernel(EVERY_CALLED)).count(".func") == 0
+
+
+EVERY_CALLED = """kernel called(n, k)
+      a = tid + n
+      b = a min k
+      c = a max k
+      d = a * k
+      e = a < k
+      shared[0] = b
+      shared[1] = c
+      shared[2] = d
+      shared[3] = e
+      stop
+"""
 
 
 def test_deterministic_and_named() -> None:
@@ -133,12 +166,14 @@ PTXAS = shutil.which("ptxas")
 
 
 @pytest.mark.skipif(PTXAS is None, reason="ptxas is not installed")
-@pytest.mark.parametrize("seed", [None, 0, 1, 2, 17, 40])
-def test_ptxas_accepts(tmp_path, seed: int | None) -> None:
+@pytest.mark.parametrize(("seed", "calls"), [(None, False), (0, False), (1, False),
+                                             (2, False), (17, False), (40, False),
+                                             (None, True), (3, True)])
+def test_ptxas_accepts(tmp_path, seed: int | None, calls: bool) -> None:
     """ptxas -arch=sm_80 accepts random kernels and every construct, without a warning."""
     path = tmp_path / "random.ptx"
-    path.write_text(random_ptx(seed, 30) if seed is not None
-                    else musimd_to_ptx(_musimd_kernel(EVERY_CONSTRUCT)))
+    path.write_text(random_ptx(seed, 30, calls=calls) if seed is not None
+                    else musimd_to_ptx(_musimd_kernel(EVERY_CONSTRUCT), calls=calls))
     done = subprocess.run([PTXAS, "-arch=sm_80", str(path), "-o", str(tmp_path / "r.cubin")],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and not done.stderr.strip(), done.stderr

@@ -1,32 +1,34 @@
-"""Fast path of the PTX parser: function bodies read statement by statement with
-precompiled regular expressions, building exactly the parsed forms (`ptx_forms`) that the
-callbacks of grammar/ptx.lark build.
+"""Fast path of the PTX parser: whole chunks (module directives, declarations, function
+headers and bodies) read statement by statement with regular expressions, building exactly
+the parsed forms (`ptx_forms`) that the callbacks of grammar/ptx.lark build.
 
 Lark's pure-Python LALR parser costs several microseconds per token, and a PTX line has
 four to six tokens. Bodies are statement-oriented — `;`-terminated instructions, labels,
 `.loc` lines, declarations, nested `{ }` scopes — so a few regex matches per statement read
-them several times faster. The token patterns are the grammar's own terminals (taken from
-the Lark parser, see `build_patterns`); the statement shapes mirror the grammar's rules,
-and every token is matched in an atomic group, as Lark's lexer commits to a token once it
-has matched it.
+them several times faster. The token patterns are the grammar's own terminals (`TERMINALS`,
+checked against the Lark parser by tests/lang/ptx/test_fast.py, so that reading a typical
+file needs neither Lark nor its parser: process start-up); the statement shapes mirror the
+grammar's rules, and every token is matched in an atomic group, as Lark's lexer commits to
+a token once it has matched it. Each regex is compiled when first used.
 
-Anything else — a directive the fast path does not know (`.file`, `.branchtargets`, …), an
-initializer, `.attribute`, a syntax error — makes `BodyReader.read` return None, and the
-caller parses the whole chunk with Lark: the grammar stays the definition of the language
-and every error message comes from it. tests/lang/ptx/test_parse.py checks that both paths
-build identical results on every committed sample, on generated PTX and on a thousand
-mutated or random statements.
+Anything else — a directive the fast path does not know (`.branchtargets`, a `.loc`
+outside a body, …), an initializer, `.attribute`, a syntax error — makes
+`BodyReader.chunk` return None, and the caller parses the chunk with Lark: the grammar
+stays the definition of the language and every error message comes from it.
+tests/lang/ptx/test_parse.py and test_fast.py check that both paths build identical results
+on every committed sample, on generated PTX and on mutated or random statements and module
+items.
 """
-
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import cache
 
 from gpudiv.lang.ptx.forms import (
     COMMENT,
     PDecl,
+    PFile,
     PFunction,
     PInstr,
     PLabel,
@@ -39,19 +41,47 @@ from gpudiv.lang.ptx.forms import (
     number,
     perf_text,
 )
+from gpudiv.lang.regex_cache import RegexCache
 
 # Whitespace and comments between tokens (the grammar's ignored _GAP), possessive so that a
 # failing match after it never backtracks into it.
 GAP = r"(?:\s+|//[^\n]*|/\*[\s\S]*?\*/)*+"
 
 
+# The regexes of the grammar terminals the fast path uses, exactly as Lark gives them
+# (`Lark.get_terminal(NAME).pattern.to_regexp()`), written here so that the fast path needs
+# neither Lark nor its parser: tests/lang/ptx/test_fast.py checks them against the grammar.
+TERMINALS = {
+    "GUARD": r"@!?[%$]?[A-Za-z_$][A-Za-z0-9_$]*",
+    "IDENT": r"[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z0-9_$:]+)*",
+    "REG": r"%[A-Za-z0-9_$]+(\.[A-Za-z0-9_]+)?",
+    "INT": r"-?(0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uU]?",
+    "FLOAT": r"-?0[fF][0-9a-fA-F]{8}|-?0[dD][0-9a-fA-F]{16}|-?[0-9]+\.[0-9]*([eE][+-]?[0-9]+)?"
+             r"|-?[0-9]+[eE][+-]?[0-9]+",
+    "DOTWORD": r"\.[A-Za-z_][A-Za-z0-9_$:.]*",
+    "STRING": r'"(\\.|[^"\\' + "\n" + r'])*"',
+    "SPACE": r"(?:\.samplerref|\.surfref|\.shared|\.global|\.texref|\.local|\.const|\.param"
+             r"|\.sreg|\.reg|\.tex)",
+    "LINKAGE": r"(?:\.visible|\.extern|\.common|\.weak)",
+    "FUNC_KIND": r"(?:\.entry|\.func)",
+    "PERF_DIRECTIVE": r"(?:\.reqnctapercluster|\.blocksareclusters|\.explicitcluster"
+                      r"|\.maxclusterrank|\.minnctapersm|\.maxnctapersm|\.noreturn|\.maxntid"
+                      r"|\.reqntid|\.maxnreg)",
+    "VERSION_NUMBER": r"[0-9]+\.[0-9]+",
+    "SECTION_BODY": r'\{([^}"\/]|\/(?![\/*])|\/\/[^' + "\n" + r']*|\/\*[\s\S]*?\*\/'
+                    r'|"(\\.|[^"\\' + "\n" + r'])*")*\}',
+}
+
+
 class _Fallback(Exception):
     """The text at this point is not one of the statement shapes the fast path knows."""
 
 
-@dataclass(frozen=True)
 class Patterns:
-    """The compiled regexes of the fast path (built from the grammar's terminals)."""
+    """The regexes of the fast path (built from the grammar's terminals), each compiled
+    when first used (a file needs some of them), through the cache of compiled regexes
+    on disk (`gpudiv.lang.regex_cache`): compiling them costs more than reading a small
+    file."""
 
     statement: re.Pattern
     simple_operand: re.Pattern
@@ -78,58 +108,89 @@ class Patterns:
     perf: re.Pattern
     brace_open: re.Pattern
     gap: re.Pattern
+    module_directive: re.Pattern
+    item_end: re.Pattern
+
+    def __init__(self, sources: dict[str, str]):
+        self._sources = sources
+        self._cache = RegexCache("ptx-fast", sources)
+
+    def __getattr__(self, name: str) -> re.Pattern:
+        """Compile the pattern `name` (called only while it is not yet an attribute)."""
+        if name not in self.__dict__.get("_sources", ()):
+            raise AttributeError(name)
+        pattern = self._cache.compile(name)
+        setattr(self, name, pattern)
+        return pattern
 
 
 def build_patterns(terminal: Callable[[str], str]) -> Patterns:
     """The fast path's regexes; `terminal(NAME)` is the regex of a grammar terminal."""
     tok = {name: f"(?>{terminal(name)})" for name in
            ("GUARD", "IDENT", "REG", "INT", "FLOAT", "DOTWORD", "STRING", "SPACE", "LINKAGE",
-            "FUNC_KIND", "PERF_DIRECTIVE")}
+            "FUNC_KIND", "PERF_DIRECTIVE", "VERSION_NUMBER", "SECTION_BODY")}
     reg, ident, int_ = tok["REG"], tok["IDENT"], tok["INT"]
     # FLOAT before INT: the grammar gives FLOAT the higher priority.
     number_ = f"(?P<f>{tok['FLOAT']})|(?P<n>{int_})"
     three_ints = f"(?P<a>{int_}){GAP}(?P<b>{int_}){GAP}(?P<c>{int_})"
-    return Patterns(
+    return Patterns({
         # One match per statement: an instruction head (with `label:` and an empty
         # operand list folded in), a `.loc` line, or the first character of anything else.
-        statement=re.compile(
+        "statement":
             f"{GAP}(?:(?P<instr>(?:(?P<guard>{tok['GUARD']}){GAP})?(?P<op>{ident})"
             f"(?:(?P<colon>{GAP}:)|(?P<semi>{GAP};))?)"
             f"|\\.loc(?=\\s){GAP}{three_ints}(?P<more>(?={GAP},))?"
-            f"|(?P<char>[\\s\\S]))"),
+            f"|(?P<char>[\\s\\S]))",
         # The commonest operands — a register, name, number or `[base]`/`[base±INT]` —
         # with the ',' or ';' after them; the last named group says which.
-        simple_operand=re.compile(
+        "simple_operand":
             f"{GAP}(?:(?P<r>{reg})|(?P<i>{ident})|{number_}"
             f"|\\[{GAP}(?:(?P<ar>{reg})|(?P<ai>{ident}))"
-            f"(?:{GAP}(?P<sign>[+-]){GAP}(?P<offset>{int_}))?{GAP}\\]){GAP}[,;]"),
-        atom=re.compile(f"{GAP}(?:(?P<r>{reg})|(?P<i>{ident})|{number_}|(?P<o>[{{\\[(!]))"),
-        sum_tail=re.compile(f"{GAP}(?P<sign>[+-]){GAP}(?P<offset>{int_})"),
-        pair_bar=re.compile(f"{GAP}\\|"),
-        separator=re.compile(f"{GAP}([,;])"),
-        list_close=re.compile(f"{GAP}([,}}\\])])"),
-        loc_attr=re.compile(f"{GAP},{GAP}{ident}{GAP}(?:{ident}|{three_ints})"),
-        pragma=re.compile(f"\\.pragma(?=\\s){GAP}{tok['STRING']}"
-                          f"(?:{GAP},{GAP}{tok['STRING']})*+{GAP};"),
-        space=re.compile(f"{GAP}({tok['SPACE']})(?=\\s)"),
-        decl_mod=re.compile(f"{GAP}({tok['DOTWORD']})"),
-        decl_int=re.compile(f"{GAP}({int_})"),
-        decl_name=re.compile(f"{GAP}({reg}|{ident})"),
-        decl_range=re.compile(f"{GAP}<{GAP}({int_}){GAP}>"),
-        decl_dim=re.compile(f"{GAP}\\[{GAP}({int_})?{GAP}\\]"),
-        decl_sep=re.compile(f"{GAP}([,;=])"),
+            f"(?:{GAP}(?P<sign>[+-]){GAP}(?P<offset>{int_}))?{GAP}\\]){GAP}[,;]",
+        "atom": f"{GAP}(?:(?P<r>{reg})|(?P<i>{ident})|{number_}|(?P<o>[{{\\[(!]))",
+        "sum_tail": f"{GAP}(?P<sign>[+-]){GAP}(?P<offset>{int_})",
+        "pair_bar": f"{GAP}\\|",
+        "separator": f"{GAP}([,;])",
+        "list_close": f"{GAP}([,}}\\])])",
+        "loc_attr": f"{GAP},{GAP}{ident}{GAP}(?:{ident}|{three_ints})",
+        "pragma": f"\\.pragma(?=\\s){GAP}{tok['STRING']}(?:{GAP},{GAP}{tok['STRING']})*+{GAP};",
+        "space": f"{GAP}({tok['SPACE']})(?=\\s)",
+        "decl_mod": f"{GAP}({tok['DOTWORD']})",
+        "decl_int": f"{GAP}({int_})",
+        "decl_name": f"{GAP}({reg}|{ident})",
+        "decl_range": f"{GAP}<{GAP}({int_}){GAP}>",
+        "decl_dim": f"{GAP}\\[{GAP}({int_})?{GAP}\\]",
+        "decl_sep": f"{GAP}([,;=])",
         # Function headers: keywords must end where a name character cannot follow.
-        linkage=re.compile(f"{GAP}({tok['LINKAGE']})(?=\\s)"),
-        func_kind=re.compile(f"{GAP}({tok['FUNC_KIND']})(?![A-Za-z0-9_$.:])"),
-        ident=re.compile(f"{GAP}({ident})"),
-        paren_open=re.compile(f"{GAP}\\("),
-        paren_close=re.compile(f"{GAP}\\)"),
-        param_sep=re.compile(f"{GAP}([,)])"),
-        perf=re.compile(f"{GAP}{tok['PERF_DIRECTIVE']}(?![A-Za-z0-9_$.:])"
-                        f"(?:{GAP}{int_}(?:{GAP},{GAP}{int_})*+)?"),
-        brace_open=re.compile(f"{GAP}\\{{"),
-        gap=re.compile(GAP),
-    )
+        "linkage": f"{GAP}({tok['LINKAGE']})(?=\\s)",
+        "func_kind": f"{GAP}({tok['FUNC_KIND']})(?![A-Za-z0-9_$.:])",
+        "ident": f"{GAP}({ident})",
+        "paren_open": f"{GAP}\\(",
+        "paren_close": f"{GAP}\\)",
+        "param_sep": f"{GAP}([,)])",
+        "perf": f"{GAP}{tok['PERF_DIRECTIVE']}(?![A-Za-z0-9_$.:])"
+                f"(?:{GAP}{int_}(?:{GAP},{GAP}{int_})*+)?",
+        "brace_open": f"{GAP}\\{{",
+        "gap": GAP,
+        # Module directives (grammar rules `version`, `target`, `address_size`, `file_dir`,
+        # `section`, `pragma`); only `.file` gives a parsed form (groups `index`, `path`).
+        "module_directive":
+            f"\\.version(?=\\s){GAP}{tok['VERSION_NUMBER']}"
+            f"|\\.target(?=\\s){GAP}{ident}(?:{GAP},{GAP}{ident})*+"
+            f"|\\.address_size(?=\\s){GAP}{int_}"
+            f"|\\.file(?=\\s){GAP}(?:(?P<index>{int_}){GAP})?(?P<path>{tok['STRING']})"
+            f"(?:{GAP},{GAP}{int_})*+"
+            f"|\\.section(?=\\s){GAP}{tok['DOTWORD']}{GAP}{tok['SECTION_BODY']}"
+            f"|\\.pragma(?=\\s){GAP}{tok['STRING']}(?:{GAP},{GAP}{tok['STRING']})*+{GAP};",
+        # Where a module item may end without `;` or `}`: the token before cannot go on.
+        "item_end": r"(?=\s|//|/\*|;|\Z)",
+    })
+
+
+@cache
+def patterns() -> Patterns:
+    """The fast path's regexes for grammar/ptx.lark (`TERMINALS`; built once)."""
+    return build_patterns(TERMINALS.__getitem__)
 
 
 _CLOSERS = {"{": "}", "[": "]", "(": ")"}
@@ -156,6 +217,7 @@ class BodyReader:
         self.mark = 0
         self.line = 1
         self.line_start = 0
+        self.body_failed = False  # `chunk` gave up inside a function body
 
     def position(self, offset: int) -> tuple[int, int]:
         """File (line, column) of a chunk offset; offsets must not decrease."""
@@ -428,6 +490,74 @@ class BodyReader:
             pos = dim.end()
         return ("[" + "][".join(dims) + "]" if seen else None), pos
 
+    # -- whole chunks ------------------------------------------------------------------
+    def chunk(self) -> list | None:
+        """The parsed forms of the whole chunk, as Lark's `start` rule gives them (module
+        directives, declarations without initializers, function prototypes and functions
+        with their bodies), or None when anything in it is not a shape the fast path
+        knows; `body_failed` then says whether that was inside a function body."""
+        try:
+            return self._items()
+        except (_Fallback, RecursionError):
+            return None
+
+    def _items(self) -> list:
+        """`chunk` (raises `_Fallback`)."""
+        source = self.source
+        p = self.p
+        end = len(source)
+        items: list = []
+        pos = p.gap.match(source, 0).end()
+        while pos < end:
+            char = source[pos]
+            if char == ";":  # an empty item
+                pos = p.gap.match(source, pos + 1).end()
+                continue
+            if char != ".":
+                raise _Fallback
+            directive = p.module_directive.match(source, pos)
+            if directive is not None:
+                if directive.group("path") is not None:
+                    index = directive.group("index")
+                    items.append(PFile(number(index) if index is not None else 0,
+                                       directive.group("path")[1:-1]))
+                pos = directive.end()
+            else:
+                pos = self._module_item(pos, items)
+            if source[pos - 1] not in ";}" and p.item_end.match(source, pos) is None:
+                raise _Fallback  # Lark may cut the tokens here otherwise
+            pos = p.gap.match(source, pos).end()
+        return items
+
+    def _module_item(self, pos: int, out: list) -> int:
+        """`linkage* var_decl` or `linkage* function` (a prototype ending in `;`, or with
+        its body); the offset after it."""
+        source = self.source
+        p = self.p
+        linkage: list[str] = []
+        while (word := p.linkage.match(source, pos)) is not None:
+            linkage.append(word.group(1))
+            pos = word.end()
+        pos = p.gap.match(source, pos).end()
+        head = self._function_head(pos, linkage)
+        if head is None:
+            return self._declaration(pos, out)
+        function, pos = head
+        semi = p.separator.match(source, pos)
+        if semi is not None and semi.group(1) == ";":
+            out.append(function)
+            return semi.end()
+        opening = p.brace_open.match(source, pos)
+        if opening is None:
+            raise _Fallback
+        try:
+            close, function.body = self._statements(opening.end())
+        except _Fallback:
+            self.body_failed = True
+            raise
+        out.append(function)
+        return close + 1
+
     # -- function headers ----------------------------------------------------------------
     def header(self, brace: int) -> PFunction | None:
         """The function of a chunk that holds nothing but `linkage* .entry/.func
@@ -447,6 +577,21 @@ class BodyReader:
         while (word := p.linkage.match(source, pos)) is not None:
             linkage.append(word.group(1))
             pos = word.end()
+        head = self._function_head(pos, linkage)
+        if head is None:
+            return None
+        function, pos = head
+        opening = p.brace_open.match(source, pos)
+        if opening is None or opening.end() != brace + 1:
+            return None
+        return function
+
+    def _function_head(self, pos: int, linkage: list[str]) -> tuple[PFunction, int] | None:
+        """`.entry/.func (rets)? name (params)? perf*` at `pos` (after the linkages): the
+        function (body None) and the offset after it, or None when no `.entry`/`.func`
+        with a name is there."""
+        source = self.source
+        p = self.p
         kind = p.func_kind.match(source, pos)
         if kind is None:
             return None
@@ -466,11 +611,8 @@ class BodyReader:
         while (perf := p.perf.match(source, pos)) is not None:
             directives.append(perf_text(perf.group(0)))
             pos = perf.end()
-        opening = p.brace_open.match(source, pos)
-        if opening is None or opening.end() != brace + 1:
-            return None
         return PFunction(kind.group(1)[1:], name.group(1), linkage, rets, params, None,
-                         line, column, directives)
+                         line, column, directives), pos
 
     def _params(self, pos: int) -> tuple[list[PParam], int]:
         """A parenthesised parameter list (grammar rules `params`/`ret_params`)."""
@@ -532,11 +674,11 @@ def find_body(source: str) -> int | None:
     if brace < 0:
         return None
     header = source[:brace]
-    if '"' in header or "/*" in header or not _FUNC_KIND.search(header):
+    if '"' in header or "/*" in header or not re.search(_FUNC_KIND, header):
         return None
     if "//" in source[header.rfind("\n") + 1:brace]:
         return None
     return brace
 
 
-_FUNC_KIND = re.compile(r"\.(?:entry|func)\b")
+_FUNC_KIND = r"\.(?:entry|func)\b"  # compiled by `re` when first needed (rarely now)

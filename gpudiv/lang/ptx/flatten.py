@@ -23,6 +23,9 @@ from gpudiv.lang.ptx.forms import (
 
 @dataclass
 class _FuncInfo:
+    """One function's flattened body and what it declares: registers, local symbols,
+    labels, branch-target tables, errors and the types the interpreter reads."""
+
     fn: PFunction
     stmts: list = field(default_factory=list)
     registers: set[str] = field(default_factory=set)

@@ -5,10 +5,10 @@ Reading happens in four steps, each in its own module:
 1. **Parse** (`ptx_chunks`, `ptx_parser`) — the file is cut into top-level chunks (a
    function with its body, a DWARF section, a run of directives) by a brace-depth scan,
    and each chunk is parsed on its own, so a syntax error loses only its own chunk.
-   Function bodies are read by the fast path of `ptx_fast` (regexes built from the
-   grammar's terminals); any chunk it does not recognise is parsed by the LALR parser,
-   whose callbacks run inside it (no parse tree is built). Both yield the same plain
-   parsed forms (`ptx_forms`).
+   Chunks are read by the fast path of `ptx_fast` (regexes built from the grammar's
+   terminals); any chunk it does not recognise is parsed by the LALR parser
+   (`ptx_syntax`, imported only then), whose callbacks run inside it (no parse tree is
+   built). Both yield the same plain parsed forms (`ptx_forms`).
 2. **Flatten** (`ptx_flatten`) — each function body becomes one list of instructions,
    labels and `.loc` marks; nested `{ }` scopes are resolved (a name that shadows an
    outer one or repeats a sibling scope's is renamed) and the declarations give the
@@ -34,11 +34,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lark import Lark
-from lark.exceptions import LarkError, UnexpectedInput
-
 from gpudiv import ir
-from gpudiv.lang.marks import read_marks
 from gpudiv.lang.ptx import fast as ptx_fast
 from gpudiv.lang.ptx.chunks import _HEADER, _chunks
 from gpudiv.lang.ptx.flatten import _Unit
@@ -74,14 +70,9 @@ from gpudiv.lang.ptx.opcodes import (  # noqa: F401
     UNIFORM_COLLECTIVE_ROOTS,
     special_class,
 )
-from gpudiv.lang.ptx.syntax import (
-    _BUILDER,
-    _PARSE_LOCK,
-    _parse_chunk,
-    _syntax_message,
-    fast_patterns,
-    parser,
-)
+
+# The fast path's regexes (re-exported for the tests).
+fast_patterns = ptx_fast.patterns
 
 
 class _Reader:
@@ -99,15 +90,16 @@ class _Reader:
         self.files: dict[int, str] = {}
 
     def parse(self, fast: bool = True) -> None:
-        with _PARSE_LOCK:
-            self._parse_chunks(parser(), fast_patterns() if fast else None)
+        self._parse_chunks(ptx_fast.patterns() if fast else None)
         for message, offset in _value_warnings(self.text):
             line = self.text.count("\n", 0, offset) + 1
             column = offset - self.text.rfind("\n", 0, offset)
             self.program.diagnostics.append(ir.Diagnostic("warning", message, self.path,
                                                           line, column))
 
-    def _parse_chunks(self, lark: Lark, fast: ptx_fast.Patterns | None) -> None:
+    def _parse_chunks(self, fast: ptx_fast.Patterns | None) -> None:
+        """Parse every chunk: the fast path reads what it knows by itself (Lark is then
+        not even imported), Lark reads the rest."""
         text = self.text
         line = 1
         previous = 0
@@ -120,27 +112,50 @@ class _Reader:
                 line_start = text.rfind("\n", previous, start) + 1
             previous = start
             column = start - line_start + 1
-            _BUILDER.source = text[start:end]
-            _BUILDER.line0, _BUILDER.column0 = line, column
+            source = text[start:end]
+            items = body_fast = None
+            if fast is not None:
+                reader = ptx_fast.BodyReader(fast, source, line, column, names)
+                items = reader.chunk()
+                # Lark reads the header and the fast path the body, unless the body is
+                # what the fast path could not read.
+                body_fast = None if reader.body_failed else fast
+            if items is None:
+                items = self._parse_with_lark(source, line, column, body_fast, names)
+                if items is None:
+                    continue
+            for item in items:
+                self.collect(item)
+            self.record_chunk(source, items)
+
+    def _parse_with_lark(self, source: str, line: int, column: int,
+                         fast: ptx_fast.Patterns | None,
+                         names: dict[str, tuple]) -> list | None:
+        """The parsed forms of a chunk read by Lark (with `fast`: its function body by the
+        fast path, its header by Lark), or None after recording Lark's syntax error."""
+        from lark.exceptions import LarkError, UnexpectedInput
+
+        from gpudiv.lang.ptx import syntax
+
+        with syntax._PARSE_LOCK:
+            builder = syntax._BUILDER
+            builder.source = source
+            builder.line0, builder.column0 = line, column
             try:
-                items = _parse_chunk(lark, fast, names)
+                return syntax._parse_chunk(syntax.parser(), fast, names)
             except UnexpectedInput as error:
                 err_line, err_column = error.line, error.column
                 if not isinstance(err_line, int) or err_line < 1:  # at the end of the chunk
-                    err_line = _BUILDER.source.count("\n") + 1
-                    err_column = len(_BUILDER.source) - _BUILDER.source.rfind("\n")
+                    err_line = source.count("\n") + 1
+                    err_column = len(source) - source.rfind("\n")
                 err_column += column - 1 if err_line == 1 else 0
                 err_line += line - 1
                 self.program.diagnostics.append(ir.Diagnostic(
-                    "error", _syntax_message(error), self.path, err_line, err_column))
-                continue
+                    "error", syntax._syntax_message(error), self.path, err_line, err_column))
             except LarkError as error:
                 self.program.diagnostics.append(ir.Diagnostic(
                     "error", str(error).splitlines()[0], self.path, line, column))
-                continue
-            for item in items:
-                self.collect(item)
-            self.record_chunk(_BUILDER.source, items)
+        return None
 
     def record_chunk(self, text: str, items: list) -> None:
         """Keep a chunk for printing: an `.entry` with a body is printed from its IR
@@ -316,8 +331,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 _DIRECTIVE = re.compile(r"\.(version|target|address_size)[ \t]+([^\n;/]*)")
-_WIDE_LITERAL = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?"
-                           r"|(?<![\w.$%])-?(?:0[xX][0-9a-fA-F]{17,}|\d{20,})[uU]?\b", re.S)
+# Compiled by `re` when first needed (a file with a long literal; too deep nesting).
+_WIDE_LITERAL = (r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?"
+                 r"|(?<![\w.$%])-?(?:0[xX][0-9a-fA-F]{17,}|\d{20,})[uU]?\b")
 _LONG_DIGITS = re.compile(r"[0-9a-fA-F]{17}")
 _KNOWN_TARGET = re.compile(r"(?:sm|compute)_(\d+)[af]?")
 
@@ -348,7 +364,7 @@ def _value_warnings(text: str) -> list[tuple[str, int]]:
                                   "sm_1xx); ignored", match.start(2) + value.find(name)))
     if _LONG_DIGITS.search(text) is None:  # one quick scan: the usual case
         return found
-    for match in _WIDE_LITERAL.finditer(text):
+    for match in re.finditer(_WIDE_LITERAL, text, re.S):
         token = match.group()
         if token[:1] in "/\"":
             continue
@@ -359,14 +375,14 @@ def _value_warnings(text: str) -> list[tuple[str, int]]:
     return found
 
 
-_NESTING = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?|[{}()\[\]\n]", re.S)
+_NESTING = r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?|[{}()\[\]\n]"
 
 
 def _deepest_nesting(text: str) -> tuple[int, int, int]:
     """(depth, line, column) of the first place where brackets nest deepest."""
     depth = best = 0
     line, line_start, where = 1, 0, (1, 1)
-    for match in _NESTING.finditer(text):
+    for match in re.finditer(_NESTING, text, re.S):
         token = match.group()
         if token == "\n" or len(token) > 1:
             newlines = token.count("\n")
@@ -413,6 +429,8 @@ def parse_ptx_timed(text: str, path: str = "<string>", *, fast: bool = True,
             "parentheses here)", path, line, column))
         return reader.program, timings
     if "gpudiv:" in text:
+        from gpudiv.lang.marks import read_marks
+
         lines = text.splitlines()
         for kernel in reader.program.kernels:
             read_marks(kernel, lines, path, reader.program.diagnostics)

@@ -1,7 +1,7 @@
 """The LALR parser of PTX and its callbacks (`grammar/ptx.lark`): tokens become the plain
-parsed forms of `ptx_forms` while the parser runs (no parse tree is built); function
-bodies the fast path (`ptx_fast`) recognises skip the parser. Syntax errors become one
-readable message."""
+parsed forms of `ptx_forms` while the parser runs (no parse tree is built). Imported only
+for the chunks the fast path (`ptx_fast`) does not read by itself; a function body it reads
+skips the parser even then. Syntax errors become one readable message."""
 
 from __future__ import annotations
 
@@ -275,13 +275,6 @@ _PARSE_LOCK = threading.Lock()
 def parser() -> Lark:
     """The LALR parser for PTX with its callbacks (built once)."""
     return lalr_parser("ptx.lark", transformer=_BUILDER, maybe_placeholders=True)
-
-
-@cache
-def fast_patterns() -> ptx_fast.Patterns:
-    """The fast path's regexes, built from the grammar's terminals (built once)."""
-    lark = parser()
-    return ptx_fast.build_patterns(lambda name: lark.get_terminal(name).pattern.to_regexp())
 
 
 def _parse_chunk(lark: Lark, fast: ptx_fast.Patterns | None, names: dict[str, tuple]) -> list:

@@ -811,7 +811,9 @@ def test_what_the_interpreter_reads_is_kept_in_attrs():
 
 # ---- the fast path (gpudiv.lang.ptx.fast) against Lark alone ----------------------------
 
-ALL_PTX = sorted(SAMPLES.rglob("*.ptx"))
+# The large programs of samples/cuda_large take a second each with Lark alone: full suite only.
+ALL_PTX = [pytest.param(p, marks=pytest.mark.slow) if p.parent.name == "cuda_large" else p
+           for p in sorted(SAMPLES.rglob("*.ptx"))]
 
 
 def parsed_forms(text: str, fast: bool) -> tuple:

@@ -1,0 +1,158 @@
+"""Compiled regular expressions kept on disk between processes (process start-up).
+
+Python compiles a regular expression in Python code (it parses the pattern, then writes the
+program the C matcher runs), which cost the PTX fast path's patterns 5 to 8 ms of every
+`gpudiv` process, more than reading a small file with them (issue 16). A `RegexCache` keeps
+the programs of one set of patterns in one file of the user's cache folder (`cache_folder`,
+where `gpudiv.lang.grammars` keeps Lark's tables too), named after the set's patterns and
+the Python build; loading them back costs a fraction of a millisecond.
+
+A program is Python's own compiled form, taken from the interpreter's regex compiler
+(`re._parser`, `re._compiler`: internals, hence every precaution): it is stored only when
+the pattern built from it equals the one `re.compile` gives (pattern equality compares the
+programs), the file holds plain data (`marshal`: the patterns, numbers and strings) under
+a checksum, and the C matcher validates a program before it runs it. A file that is
+missing, damaged or from another Python, a pattern it lacks, and any failure of these
+steps mean `re.compile` as usual (then the file is written again, when the folder allows).
+"""
+
+from __future__ import annotations
+
+import _thread
+import marshal
+import os
+import re
+import sys
+import zlib
+from pathlib import Path
+
+try:  # the C matcher's entry point (CPython); without it nothing is cached
+    import _sre
+except ImportError:  # pragma: no cover - other interpreters
+    _sre = None
+
+_FORMAT = 1
+
+
+def cache_folder() -> Path | None:
+    """The user's cache folder for gpudiv (`$XDG_CACHE_HOME/gpudiv`, else
+    `~/.cache/gpudiv`), created when missing; None when it cannot be made."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    folder = Path(base) / "gpudiv"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
+def _engine() -> str:
+    """What a program depends on: the Python build and its regex engine."""
+    return f"{sys.version}|{getattr(_sre, 'MAGIC', '')}|{getattr(_sre, 'CODESIZE', '')}"
+
+
+class RegexCache:
+    """The compiled patterns of `sources` (name → regular expression, no flags), each
+    read from the cache file or compiled on first use."""
+
+    def __init__(self, set_name: str, sources: dict[str, str]):
+        self.sources = sources
+        self.set_name = set_name
+        self.programs: dict[str, tuple] | None = None  # read from the file on first use
+
+    def file(self) -> Path | None:
+        """The cache file of this set of patterns (None: no cache folder)."""
+        folder = cache_folder() if _sre is not None else None
+        if folder is None:
+            return None
+        key = "\0".join(f"{name}\0{source}" for name, source in sorted(self.sources.items()))
+        digest = zlib.crc32(f"{key}\0{_engine()}".encode())
+        return folder / f"regex-{self.set_name}-{digest:08x}.bin"
+
+    def compile(self, name: str) -> re.Pattern:
+        """The compiled pattern `name`: from the cache file when it holds it, else by
+        `re.compile` (and then stored)."""
+        source = self.sources[name]
+        if self.programs is None:
+            self.programs = self._read()
+        program = self.programs.get(name)
+        if program is not None:
+            pattern = _from_program(source, program)
+            if pattern is not None:
+                return pattern
+        pattern = re.compile(source)
+        program = _program_of(source, pattern)
+        if program is not None:
+            self.programs[name] = program
+            self._write()
+        return pattern
+
+    def _read(self) -> dict[str, tuple]:
+        """The stored programs of this set (empty when the file is missing, damaged or
+        holds other patterns)."""
+        where = self.file()
+        try:
+            data = where.read_bytes() if where is not None else b""
+        except OSError:
+            return {}
+        if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
+            return {}
+        try:
+            fmt, engine, programs = marshal.loads(data[4:])
+        except (ValueError, EOFError, TypeError):
+            return {}
+        if fmt != _FORMAT or engine != _engine() or not isinstance(programs, dict):
+            return {}
+        return {name: program for name, program in programs.items()
+                if name in self.sources and isinstance(program, tuple) and program
+                and program[0] == self.sources[name]}
+
+    def _write(self) -> None:
+        """Store the programs known so far (a file that cannot be written: no cache)."""
+        where = self.file()
+        if where is None:
+            return
+        payload = marshal.dumps((_FORMAT, _engine(), self.programs))
+        temporary = where.with_name(f"{where.name}.{os.getpid()}-{_thread.get_ident()}.tmp")
+        try:
+            temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
+            os.replace(temporary, where)
+        except OSError:
+            try:
+                temporary.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+
+def _program_of(source: str, compiled: re.Pattern) -> tuple | None:
+    """(source, flags, code, groups, group index, index group): what the C matcher is
+    built from, as `re.compile` builds it; None when the interpreter does not work that
+    way or the pattern built from it differs from `compiled`."""
+    try:
+        from re import _compiler, _parser
+
+        parsed = _parser.parse(source, 0)
+        code = [int(word) for word in _compiler._code(parsed, 0)]
+        groupindex = {str(k): int(v) for k, v in parsed.state.groupdict.items()}
+        indexgroup = [None] * parsed.state.groups
+        for group_name, index in groupindex.items():
+            indexgroup[index] = group_name
+        program = (source, int(parsed.state.flags), code, parsed.state.groups - 1,
+                   groupindex, tuple(indexgroup))
+    except Exception:  # noqa: BLE001 - interpreter internals: any change means no cache
+        return None
+    rebuilt = _from_program(source, program)
+    if rebuilt != compiled or rebuilt.groupindex != compiled.groupindex:
+        return None
+    return program
+
+
+def _from_program(source: str, program: tuple) -> re.Pattern | None:
+    """The pattern built from a stored program (None when the matcher refuses it)."""
+    try:
+        stored, flags, code, groups, groupindex, indexgroup = program
+        if stored != source:
+            return None
+        return _sre.compile(source, flags, code, groups, groupindex, indexgroup)
+    except Exception:  # noqa: BLE001 - a damaged or foreign program: compile instead
+        return None

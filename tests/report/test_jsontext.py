@@ -1,0 +1,40 @@
+"""dumps_indented writes exactly what json.dumps(indent=2) writes, with orjson and without."""
+
+import json
+
+import pytest
+
+from gpudiv.report import jsontext
+from gpudiv.report.jsontext import dumps_indented
+
+DOCUMENTS = [
+    {"tool": "gpudiv", "inputs": [{"path": "a.ptx", "kernels": [], "errors": {}}], "n": None},
+    {"timing_ms": {"parse": 0.0, "ssa": 1.25, "facts": 0.001, "ground": 12345.678},
+     "flags": [True, False], "neg": -3, "big": 2**63 - 1},
+    {"text": "é\x7f\u2028\U0001F600 \x1f\b\n\t\"\\ /"},           # escapes and astral
+    {"small": 1e-05, "tiny": 3.5e-09, "exp": 1e16, "huge": 1.5e300},  # exponent forms
+    {"beyond": 2**70, "negative beyond": -(2**65)},                    # orjson refuses
+    {1: "int key", "s": [1, 2]},                                       # non-string key
+    {"surrogate": "\ud800"},                                           # not valid UTF-8
+    [[], {}, [[{}]], "", 0],
+    [1e-05, [2.5e-07], {"x": 0.00001234}], 1e-05, 1.5e16, {"a": [1e300]},  # value ends
+    {"fingerprint": "0e5", "s": "line e5,\n 0.00001"},          # look like numbers, are not
+]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_same_text_as_json(document):
+    assert dumps_indented(document) == json.dumps(document, indent=2)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS[:3])
+def test_orjson_path_is_taken_where_it_agrees(document):
+    if jsontext.orjson is None:
+        pytest.skip("orjson is not installed")
+    assert jsontext._orjson_text(document) == json.dumps(document, indent=2)
+
+
+def test_without_orjson(monkeypatch):
+    monkeypatch.setattr(jsontext, "orjson", None)
+    for document in DOCUMENTS:
+        assert dumps_indented(document) == json.dumps(document, indent=2)
