@@ -42,6 +42,13 @@ outgrows the processor's caches).
     python benchmarks/bench_scaling.py --shapes branches --sizes 1000 10000 --repeat 3
     python benchmarks/bench_scaling.py --json                    # machine-readable rows
     python benchmarks/bench_scaling.py --counts --sizes 1000 10000   # work done, too
+    python benchmarks/bench_scaling.py --samples                 # the CUDA samples instead
+
+`--samples` measures the CUDA sample files instead (`samples/cuda/*.ptx` and the large
+program of `samples/cuda_large`, or the PTX files named after it), each file a row whose
+stages are summed over its kernels (warm-up: a small sample), and fits the exponents over
+the files of each build (`-O3`, `-G`): different programs, so the fit says how the cost
+grows with the size of real kernels, not of one shape.
 """
 
 from __future__ import annotations
@@ -62,13 +69,16 @@ from scaling_inputs import SHAPES  # noqa: E402
 STAGES = ("parse", "lower", "ssa", "facts", "ground", "solve", "other", "findings",
           "report")
 DEFAULT_SIZES = (1000, 3000, 10_000, 30_000, 100_000, 200_000)
+ROOT = Path(__file__).resolve().parent.parent
+WARM_UP_SAMPLE = ROOT / "samples" / "cuda" / "vector_ops.O3.ptx"
 # Groups of stages whose Python function calls `--counts` counts (one profiler each).
 COUNTED = ("read", "analysis", "findings", "report")
 
 
-def _once(text: str, analysis: str, counts: bool = False) -> dict:
-    """Every stage's milliseconds on one kernel text, its size and its ground atoms; with
-    `counts`, instead of times, the Python function calls of each group of `COUNTED`."""
+def _once(text: str, analysis: str, counts: bool = False, path: str = "scaling.ptx") -> dict:
+    """Every stage's milliseconds on one PTX text, its size and its ground atoms (summed
+    over its kernels); with `counts`, instead of times, the Python function calls of each
+    group of `COUNTED`."""
     from gpudiv.analyses import get_analysis
     from gpudiv.analyses.findings import file_findings
     from gpudiv.api import analyze
@@ -86,16 +96,17 @@ def _once(text: str, analysis: str, counts: bool = False) -> dict:
         return profiles[group].runcall(call)
 
     with paused_gc():
-        program, read = counted("read", lambda: parse_ptx_timed(text, "scaling.ptx"))
+        program, read = counted("read", lambda: parse_ptx_timed(text, path))
     start = time.perf_counter()
     analysed = counted("analysis", lambda: analyze(program, analysis))
     wall = (time.perf_counter() - start) * 1000
-    (kernel,) = analysed.kernels
-    row = {"instructions": kernel.instructions, "blocks": kernel.blocks,
-           "atoms": kernel.stats.get("atoms", 0), "parse": read["parse"],
+    kernels = analysed.kernels
+    row = {"instructions": sum(k.instructions for k in kernels),
+           "blocks": sum(k.blocks for k in kernels),
+           "atoms": sum(k.stats.get("atoms", 0) for k in kernels), "parse": read["parse"],
            "lower": read["lower"]}
     for stage in ("ssa", "facts", "ground", "solve"):
-        row[stage] = kernel.timing_ms.get(stage, 0.0)
+        row[stage] = sum(k.timing_ms.get(stage, 0.0) for k in kernels)
     row["other"] = max(0.0, wall - sum(row[s] for s in ("ssa", "facts", "ground", "solve")))
     start = time.perf_counter()
     findings = counted("findings", lambda: file_findings(analysed.path, analysed.kernels))
@@ -123,6 +134,20 @@ def measure(shape: str, size: int, analysis: str, counts: bool = False) -> dict:
     row = {"shape": shape, "size": size, **_once(text, analysis)}
     if counts:
         row.update(_once(text, analysis, counts=True))
+    return row
+
+
+def measure_file(path: str, analysis: str, counts: bool = False) -> dict:
+    """Stage times of one PTX file, run once in this process after a warm-up on a small
+    sample; its row's group is its build (`samples -O3`, `samples -G`)."""
+    _once(WARM_UP_SAMPLE.read_text(), analysis)
+    text = Path(path).read_text()
+    name = Path(path).name
+    build = "-G" if name.endswith(".G.ptx") else "-O3" if name.endswith(".O3.ptx") else "other"
+    row = {"shape": name.removesuffix(".ptx"), "group": f"samples {build}", "size": 0,
+           **_once(text, analysis, path=path)}
+    if counts:
+        row.update(_once(text, analysis, counts=True, path=path))
     return row
 
 
@@ -160,34 +185,43 @@ def exponents(rows: list[dict], floor: float) -> dict[str, dict[str, float | Non
     """Per shape, the fitted exponent of each stage, of the total and of the work counts
     (the floor applies to times only)."""
     result = {}
-    for shape in dict.fromkeys(r["shape"] for r in rows):
-        mine = [r for r in rows if r["shape"] == shape]
-        result[shape] = {column: fitted_exponent([(r["instructions"], r[column]) for r in mine],
+    for group in dict.fromkeys(r.get("group", r["shape"]) for r in rows):
+        mine = [r for r in rows if r.get("group", r["shape"]) == group]
+        result[group] = {column: fitted_exponent([(r["instructions"], r[column]) for r in mine],
                                                  floor if column in (*STAGES, "total") else 0)
                          for column in fitted_columns(rows)}
     return result
 
 
-def _run_child(shape: str, size: int, analysis: str, clock: str, counts: bool) -> dict:
-    """`measure` in a fresh interpreter (no memory or caches carried between runs)."""
-    done = subprocess.run([sys.executable, __file__, "--child", shape, str(size),
+def _run_child(what: list[str], analysis: str, clock: str, counts: bool) -> dict:
+    """`measure` (`what`: `--child SHAPE SIZE`) or `measure_file` (`--child-file PATH`)
+    in a fresh interpreter (no memory or caches carried between runs)."""
+    done = subprocess.run([sys.executable, __file__, *what,
                            "--analysis", analysis, "--clock", clock,
                            *(["--counts"] if counts else [])],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"{shape} {size}: failed\n{done.stderr[-2000:]}")
+        raise SystemExit(f"{' '.join(what[1:])}: failed\n{done.stderr[-2000:]}")
     return json.loads(done.stdout)
 
 
-def measure_size(shape: str, size: int, args: argparse.Namespace) -> dict:
+def measure_size(what: list[str], args: argparse.Namespace) -> dict:
     """The median row of at least `--repeat` fresh processes, more (up to `--max-repeat`)
     until their processor time adds up to `--min-ms`."""
-    runs = [_run_child(shape, size, args.analysis, args.clock, args.counts)]
+    runs = [_run_child(what, args.analysis, args.clock, args.counts)]
     while len(runs) < args.max_repeat and (
             len(runs) < args.repeat
             or sum(sum(r[s] for s in STAGES) for r in runs) < args.min_ms):
-        runs.append(_run_child(shape, size, args.analysis, args.clock, args.counts))
+        runs.append(_run_child(what, args.analysis, args.clock, args.counts))
     return median_row(runs)
+
+
+def sample_files(named: list[str]) -> list[str]:
+    """The PTX files `--samples` measures: those named, else every CUDA sample build."""
+    if named:
+        return named
+    return [str(p) for folder in ("cuda", "cuda_large")
+            for p in sorted((ROOT / "samples" / folder).glob("*.ptx"))]
 
 
 def print_table(rows: list[dict], fits: dict, floor: float) -> None:
@@ -200,8 +234,8 @@ def print_table(rows: list[dict], fits: dict, floor: float) -> None:
     _aligned([heads, *table])
     print(f"\nfitted exponents (log-log least squares; stages under {floor} ms left out; "
           "atoms, calls_*: work done)")
-    fit_rows = [[shape, *("-" if e is None else f"{e:.2f}" for e in per.values())]
-                for shape, per in fits.items()]
+    fit_rows = [[group, *("-" if e is None else f"{e:.2f}" for e in per.values())]
+                for group, per in fits.items()]
     _aligned([("shape", *fitted_columns(rows)), *fit_rows])
 
 
@@ -232,21 +266,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="rows and exponents as JSON")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="time stages in processor time (default) or wall-clock time")
+    parser.add_argument("--samples", nargs="*", metavar="PTX",
+                        help="measure these PTX files (default: every CUDA sample build) "
+                             "instead of generated kernels; fits per build")
     parser.add_argument("--child", nargs=2, metavar=("SHAPE", "SIZE"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-file", metavar="PTX", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
+    if args.child or args.child_file:
         if args.clock == "cpu":  # before gpudiv is imported: its stage timings read it
             time.perf_counter = time.process_time
-        print(json.dumps(measure(args.child[0], int(args.child[1]), args.analysis,
-                                 args.counts)))
+        row = (measure_file(args.child_file, args.analysis, args.counts) if args.child_file
+               else measure(args.child[0], int(args.child[1]), args.analysis, args.counts))
+        print(json.dumps(row))
         return 0
+    jobs = ([["--child-file", path] for path in sample_files(args.samples)]
+            if args.samples is not None else
+            [["--child", shape, str(size)] for shape in args.shapes for size in args.sizes])
     rows = []
-    for shape in args.shapes:
-        for size in args.sizes:
-            row = measure_size(shape, size, args)
-            print(f"{shape} {size}: {row['total']:.0f} ms ({row['runs']} runs)",
-                  file=sys.stderr, flush=True)
-            rows.append(row)
+    for what in jobs:
+        row = measure_size(what, args)
+        print(f"{' '.join(what[1:])}: {row['total']:.0f} ms ({row['runs']} runs)",
+              file=sys.stderr, flush=True)
+        rows.append(row)
+    if args.samples is not None:
+        rows.sort(key=lambda r: (r["group"], r["instructions"]))
     fits = exponents(rows, args.floor)
     if args.json:
         print(json.dumps({"rows": rows, "exponents": fits}, indent=1))

@@ -89,3 +89,24 @@ def test_scaling_fits_time_and_work_and_takes_medians_of_runs():
     assert round(fits["parse"], 6) == 1.0 and round(fits["ground"], 6) == 2.0
     assert fits["solve"] is None and round(fits["atoms"], 6) == 1.0
     assert "calls_read" not in fits
+
+
+@pytest.mark.slow
+def test_scaling_on_samples_sums_each_files_kernels_and_fits_per_build():
+    """`bench_scaling.py --samples FILE…`: one row per file, its stages summed over its
+    kernels, the exponents fitted over the files of each build."""
+    files = ["samples/cuda/vector_ops.O3.ptx", "samples/cuda/scan.O3.ptx",
+             "samples/cuda/scan.G.ptx"]
+    done = subprocess.run([sys.executable, "benchmarks/bench_scaling.py", "--samples", *files,
+                           "--min-ms", "0", "--json"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    document = json.loads(done.stdout)
+    assert sorted(document["exponents"]) == ["samples -G", "samples -O3"]
+    rows = {r["shape"]: r for r in document["rows"]}
+    assert sorted(rows) == ["scan.G", "scan.O3", "vector_ops.O3"]
+    from gpudiv.lang.load import load
+    scan = load(ROOT / "samples" / "cuda" / "scan.O3.ptx")
+    assert rows["scan.O3"]["instructions"] == sum(k.instruction_count for k in scan.kernels)
+    assert len(scan.kernels) > 1 and rows["scan.O3"]["group"] == "samples -O3"
+    assert document["exponents"]["samples -O3"]["atoms"] is not None
