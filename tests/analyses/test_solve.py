@@ -28,7 +28,7 @@ def test_unsatisfiable_rules_are_an_error():
         solve([], "a. :- a.")
 
 
-def test_cached_rule_trees_leave_nothing_to_report_at_exit():
+def test_cached_rule_trees_leave_nothing_to_report_at_exit(tmp_path):
     """The syntax trees of shipped rule files are cached (from their second load in a
     process: two files, one job); a process that exits with them must not print clingo's
     errors about freeing them after its library is gone."""
@@ -42,11 +42,12 @@ def test_cached_rule_trees_leave_nothing_to_report_at_exit():
                            str(samples / "vector_ops.O3.ptx"),
                            str(samples / "kfcm_pipeline.O3.ptx"),
                            "--format", "json", "-o", os.devnull],
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=60, check=False,
+                          cwd=tmp_path)  # the installed package, not the source folder
     assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
 
 
-def test_shipped_rules_go_in_as_text_first_and_as_cached_trees_after():
+def test_shipped_rules_go_in_as_text_first_and_as_cached_trees_after(tmp_path):
     """One clingo run in a process (one small file) does not pay for clingo.ast and the
     trees; from the second load on the trees are parsed once and give the same answer."""
     import subprocess
@@ -62,5 +63,5 @@ def test_shipped_rules_go_in_as_text_first_and_as_cached_trees_after():
             "print(text_only, solve._shipped_statements.cache_info().currsize,"
             " dict(first.atoms) == dict(second.atoms), len(first.symbols) > 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=True)
+                          timeout=60, check=True, cwd=tmp_path)  # the installed package
     assert done.stdout.split() == ["True", "1", "True", "True"], done.stdout + done.stderr
