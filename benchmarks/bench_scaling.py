@@ -64,6 +64,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_vs_ptxas import build_of  # noqa: E402
 from scaling_inputs import SHAPES  # noqa: E402
 
 STAGES = ("parse", "lower", "ssa", "facts", "ground", "solve", "other", "findings",
@@ -142,9 +143,8 @@ def measure_file(path: str, analysis: str, counts: bool = False) -> dict:
     sample; its row's group is its build (`samples -O3`, `samples -G`)."""
     _once(WARM_UP_SAMPLE.read_text(), analysis)
     text = Path(path).read_text()
-    name = Path(path).name
-    build = "-G" if name.endswith(".G.ptx") else "-O3" if name.endswith(".O3.ptx") else "other"
-    row = {"shape": name.removesuffix(".ptx"), "group": f"samples {build}", "size": 0,
+    row = {"shape": Path(path).name.removesuffix(".ptx"),
+           "group": f"samples {build_of(Path(path))}", "size": 0,
            **_once(text, analysis, path=path)}
     if counts:
         row.update(_once(text, analysis, counts=True, path=path))

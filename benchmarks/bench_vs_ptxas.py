@@ -115,10 +115,10 @@ def measure(path: Path, analyses: list[str], repeat: int, ptxas: str | None,
     """Median processor seconds of ptxas and (`per_process`) of each analysis in its own
     `gpudiv analyze` process on one file."""
     absolute = str(path.resolve())
-    row: dict = {"file": str(path), "lines": len(path.read_text().splitlines()),
-                 "build": build_of(path)}
+    text = path.read_text()
+    row: dict = {"file": str(path), "lines": len(text.splitlines()), "build": build_of(path)}
     if ptxas:
-        arch = ptxas_arch(path.read_text())
+        arch = ptxas_arch(text)
         row["ptxas"] = statistics.median(
             child_seconds([ptxas, f"-arch={arch}", absolute, "-o", os.devnull], scratch)
             for _ in range(repeat))
