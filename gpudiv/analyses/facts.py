@@ -32,6 +32,7 @@ RELATIONS: dict[str, int] = {
     "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
     "mem_def": 2, "store_value": 2, "barrier": 1, "hidden_operands": 1,
     "branch_when": 3, "cmp_kind": 2, "pred_not": 2,
+    "call_input": 1, "call_output": 1, "local_via": 2,
 }
 
 # PTX integer comparison names (unsigned ones by their ordering) → cmp_kind/2.
@@ -127,6 +128,14 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     loads = not LOAD_RELATIONS.isdisjoint(wanted)
     shaped = special_values(shape, kernel.specials)
     derived = derived_values(ssa, shape)
+    # A `.func` analysed on its own (call summaries): the inputs that differ between lanes
+    # in the calling context analysed (none: only what the body itself makes differ).
+    divergent_inputs = kernel.attrs.get("divergent_inputs", frozenset())
+    # ... and the pointer inputs that point into the caller's thread-private stack frame.
+    local_inputs = kernel.attrs.get("local_inputs", frozenset())
+    inputs = {instrs[n].dest: name for n, name in ssa.defs.items()
+              if name is not None and instrs[n].operator == "call.input"
+              } if "call_return" in kernel.attrs else {}
     out.extend(graph_facts(cfg, namespace))
     for node, parent in cfg.ipdom.items():
         add(f"ipdom({q(node)},{q(parent)})")
@@ -181,6 +190,16 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
             kind = derived[var.name].kind
             add(f"warp_index({name})" if kind == "uniform" else f"lane_index({name})")
         why = _source_kind(var.kind, instr.space if instr else None, special_class)
+        if instr is not None and instr.operator == "call.input":
+            add(f"call_input({name})")
+            if instr.dest in divergent_inputs:
+                why = "input"
+        if instr is not None and instr.attrs.get("thread_private"):
+            why = "local_load"  # a summarised call reading the caller's stack frame
+        for pointer in instr.attrs.get("via_inputs", ()) if instr is not None else ():
+            add(f"local_via({name},{q(inputs[pointer])})")
+            if pointer in local_inputs:
+                why = "local_load"
         if why is not None:
             add(f"source({name},{quote(why)})")
         if var.kind == "param" or (var.kind == "special" and special_class == "uniform"):
@@ -223,6 +242,10 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 add(f"load_arg({name},{index},{operand})")
         elif instr.kind == ir.ATOMIC:
             add(f"atomic({name},{quote(instr.space)})")
+    for n in kernel.attrs.get("call_return", ()):  # a `.func` lowered on its own
+        for name in dict.fromkeys(ssa.uses[n]):
+            if name is not None:
+                add(f"call_output({q(name)})")
     for n, instr in instrs.items() if "store" in wanted else ():
         if instr.kind == ir.STORE and ssa.instruction_block.get(n):
             add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")

@@ -100,37 +100,78 @@ def _split_blocks(items: list, referenced: set[str]) -> list[ir.Block]:
     return blocks
 
 
+def _assignment_users(instructions: list[ir.Instruction]) -> dict[str, list[ir.Instruction]]:
+    """For each register, the assignments that read it (how addresses flow)."""
+    users: dict[str, list[ir.Instruction]] = {}
+    for instr in instructions:
+        if instr.kind == ir.ASSIGN and instr.dest is not None:
+            for name in instr.used_vars:
+                users.setdefault(name, []).append(instr)
+    return users
+
+
+def _derived(seeds: set[str], users: dict[str, list[ir.Instruction]]) -> set[str]:
+    """The seeds and every register assigned from one of them, transitively."""
+    found = set(seeds)
+    work = list(found)
+    while work:
+        for instr in users.get(work.pop(), ()):
+            if instr.dest not in found:
+                found.add(instr.dest)
+                work.append(instr.dest)
+    return found
+
+
+def local_registers(instructions: list[ir.Instruction],
+                    local_inputs: frozenset[str] = frozenset()) -> set[str]:
+    """The registers that may hold an address into thread-private memory: derived from
+    `cvta.local`, from a `.local` symbol, or from the given inputs of a `.func` analysed
+    on its own (`call.input` registers that point into the caller's stack frame)."""
+    seeds = set(local_inputs)
+    for instr in instructions:
+        if instr.kind == ir.ASSIGN and instr.dest is not None and (
+                str(instr.attrs.get("opcode", "")).startswith("cvta.local")
+                or "local" in instr.attrs.get("symbol_spaces", ())):
+            seeds.add(instr.dest)
+    return _derived(seeds, _assignment_users(instructions))
+
+
+def _addresses(instr: ir.Instruction) -> list[str]:
+    """The registers an instruction uses as addresses whose memory space matters: a
+    generic access's address, a summarised call's pointer arguments (`address_args`)."""
+    if instr.space == "generic" and instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC):
+        chosen = instr.args[:1]
+    else:
+        chosen = tuple(instr.args[k] for k in instr.attrs.get("address_args", ()))
+    return [a.name for a in chosen if isinstance(a, ir.Var)]
+
+
 def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
     """Make a generic load/store/atomic a `.local` one when its address may point into
-    thread-private memory (derived from `cvta.local` or from a `.local` symbol).
+    thread-private memory (`local_registers`); a summarised call whose pointer argument
+    may is marked `thread_private`. In a `.func` lowered on its own, an access or call
+    whose address derives from parameters notes them (`via_inputs`): it reads
+    thread-private memory in a calling context that passes a `.local` address there.
 
     Flow-insensitive: a register may point wherever any value assigned to it may point.
     Only `.local` is inferred: it is what makes a load a source of divergence."""
-    local: set[str] = set()
-    users: dict[str, list[ir.Instruction]] = {}
+    users = _assignment_users(instructions)
+    local = local_registers(instructions)
+    inputs = [i.dest for i in instructions if i.operator == "call.input" and i.dest]
+    via = {name: _derived({name}, users) for name in inputs}
     for instr in instructions:
-        if instr.kind != ir.ASSIGN or instr.dest is None:
-            continue
-        opcode = str(instr.attrs.get("opcode", ""))
-        if opcode.startswith("cvta.local") or "local" in instr.attrs.get("symbol_spaces", ()):
-            local.add(instr.dest)
-        for name in instr.used_vars:
-            users.setdefault(name, []).append(instr)
-    work = list(local)
-    while work:
-        name = work.pop()
-        for instr in users.get(name, ()):
-            if instr.dest not in local:
-                local.add(instr.dest)
-                work.append(instr.dest)
-    for instr in instructions:
-        if instr.space != "generic" or instr.kind not in (ir.LOAD, ir.STORE, ir.ATOMIC):
-            continue
-        address = instr.args[0] if instr.args else None
-        if ((isinstance(address, ir.Var) and address.name in local)
-                or instr.attrs.get("symbol_space") == "local"):
+        access = instr.space == "generic" and instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC)
+        names = _addresses(instr)
+        if access and (not local.isdisjoint(names)
+                       or instr.attrs.get("symbol_space") == "local"):
             instr.space = "local"
             instr.attrs["generic"] = True
+        elif not access and not local.isdisjoint(names):
+            instr.attrs["thread_private"] = True
+        elif names and inputs:
+            through = tuple(name for name in inputs if not via[name].isdisjoint(names))
+            if through:
+                instr.attrs["via_inputs"] = through
 
 
 def _launch_directives(directives: list[str]) -> dict[str, tuple[int, ...]]:

@@ -6,6 +6,7 @@ become `stop`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpudiv import ir
@@ -35,6 +36,37 @@ from gpudiv.lang.ptx.opcodes import (
     _memory_space,
     special_class,
 )
+
+# ---------------------------------------------------------------------------------------
+# Call summaries: what a call to a summarised function stands for.
+# ---------------------------------------------------------------------------------------
+
+# A callee's input or output: (its `.param`/`.reg` parameter, byte offset in it).
+Slot = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class SummaryOutput:
+    """One output of a summarised function: the inputs it may differ with between lanes,
+    whether it may differ whatever the inputs (`intrinsic`), the literal it always is
+    (None: not known to be one), and the pointer inputs through which it reads memory
+    (`local`: it differs between lanes when one of them points into the caller's
+    thread-private stack frame)."""
+
+    depends: frozenset[Slot]
+    intrinsic: bool = False
+    constant: int | None = None
+    local: frozenset[Slot] = frozenset()
+
+
+@dataclass(frozen=True)
+class CallSummary:
+    """How a call to one `.func` is lowered when calls are summarised: its outputs, by the
+    slots the function writes (`gpudiv.analyses.call_summaries` derives them)."""
+
+    inputs: tuple[Slot, ...]  # what the function reads of its parameters
+    outputs: dict[Slot, SummaryOutput]
+
 
 # ---------------------------------------------------------------------------------------
 # Lowering one kernel.
@@ -87,9 +119,15 @@ class _KernelLowering:
     """Lowers one `.entry` (and the bodies it calls) to a list of IR instructions/labels."""
 
     def __init__(self, unit: _Unit, info: _FuncInfo, diagnostics: list[ir.Diagnostic],
-                 inline: bool = True):
+                 inline: bool = True, summaries: dict[str, CallSummary] | None = None):
         self.unit = unit
         self.inline = inline  # calls to bodies of the file inlined, else kept as calls
+        # Calls to these functions become their summaries (`summary_call`), the others
+        # opaque calls; None: calls are inlined or kept as `inline` says.
+        self.summaries = summaries
+        # Inlined calls: frame suffix → (the caller's frame suffix, the call's line and
+        # column, the callee): how inlined copies map to call sites (call summaries).
+        self.call_instances: dict[str, tuple[str, int, int, str]] = {}
         self.kept_calls = 0  # calls to bodies kept as calls (`inline` False)
         self.kernel_info = info
         self.diagnostics = diagnostics
@@ -687,6 +725,15 @@ class _KernelLowering:
             self.bodiless.setdefault(reason, pi.line)
             self.opaque_call(frame, pi, rets, args)
             return
+        if self.summaries is not None:
+            summary = self.summaries.get(name)
+            if summary is None:  # recursive: no summary before its own
+                self.notes.append(f"recursive call to '{name}' at line {pi.line} is treated "
+                                  f"as opaque")
+                self.opaque_call(frame, pi, rets, args)
+            else:
+                self.summary_call(frame, pi, callee, rets, args, summary)
+            return
         if not self.inline:
             self.kept_calls += 1
             self.opaque_call(frame, pi, rets, args)
@@ -729,6 +776,7 @@ class _KernelLowering:
                     args: list) -> None:
         self.calls += 1
         suffix = f"@{self.calls}"
+        self.call_instances[suffix] = (frame.suffix, pi.line, pi.column, callee.name)
         info = self.unit.info(callee.name)
         if info not in self.bodies:
             self.bodies.append(info)
@@ -778,3 +826,122 @@ class _KernelLowering:
         self.items.extend(results)
         if skip is not None:
             self.label(skip, pi.line, pi.column, user=False)
+
+    # -- call summaries ------------------------------------------------------------------
+    def argument_operands(self, frame: _Frame, callee: PFunction, args: list
+                          ) -> dict[str, Callable[[int], tuple[ir.Operand, ...]]]:
+        """For each parameter of the callee that gets an argument: the caller's operands
+        the callee's read at an offset sees (what `inline_call` would copy there)."""
+        bound: dict[str, Callable[[int], tuple[ir.Operand, ...]]] = {}
+        for param, arg in zip(callee.params, args, strict=False):
+            source = None if param.space == ".reg" else self.slot_name(frame, arg)
+            if source is None:
+                values = self.value(frame, arg)
+                bound[param.name] = lambda _offset, values=values: values
+                continue
+            written = sorted(self.slots.get(source) or {0})
+
+            def seen(offset: int, source: str = source, written: list[int] = written
+                     ) -> tuple[ir.Operand, ...]:
+                if offset in written:
+                    return (ir.Var(_slot(source, offset)),)
+                return tuple(ir.Var(_slot(source, o)) for o in written)
+
+            bound[param.name] = seen
+        return bound
+
+    def summary_call(self, frame: _Frame, pi: PInstr, callee: PFunction, rets: list,
+                     args: list, summary: CallSummary) -> None:
+        """A call as its summary: one opaque `call` instruction that reads every argument
+        (what escapes into the callee stays visible), and for each result an instruction
+        that reads only the arguments the result depends on (`call.result`), the literal
+        it always is, or an opaque `call` result when it may differ whatever the
+        arguments."""
+        bound = self.argument_operands(frame, callee, args)
+        operands = {slot: bound[slot[0]](slot[1]) for slot in summary.inputs
+                    if slot[0] in bound}
+        everything = tuple(dict.fromkeys(
+            [*(v for param in callee.params if param.name in bound
+               for v in bound[param.name](0)),
+             *(v for seen in operands.values() for v in seen)]))
+        position = {v: k for k, v in enumerate(everything)}
+        # Which arguments each input sees (None: no argument, an undefined value).
+        call_inputs = tuple((slot, tuple(position[v] for v in operands[slot]
+                                         if not isinstance(v, ir.Const))
+                             if slot in operands else None) for slot in summary.inputs)
+        attrs = {"callee": callee.name}
+        produced = [self.instr(frame, pi, ir.OPAQUE, args=everything, operator="call",
+                               attrs={**attrs, "call_inputs": call_inputs})]
+
+        def result(dest: str, outputs: list[SummaryOutput]) -> ir.Instruction:
+            unbound = any(d not in operands for out in outputs
+                          for d in (*out.depends, *out.local))
+            if unbound or any(out.intrinsic for out in outputs):
+                return self.instr(frame, pi, ir.OPAQUE, dest=dest, args=everything,
+                                  operator="call", attrs=dict(attrs))
+            constants = {out.constant for out in outputs}
+            if len(outputs) == 1 and None not in constants:
+                return self.copy(frame, pi, dest, [ir.Const(outputs[0].constant)], **attrs)
+            reads = tuple(dict.fromkeys(v for out in outputs for d in sorted(out.depends)
+                                        for v in operands[d]))
+            pointers = tuple(dict.fromkeys(v for out in outputs for d in sorted(out.local)
+                                           for v in operands[d] if v not in reads))
+            extra = {}
+            if pointers or any(out.local for out in outputs):
+                # whether these point into thread-private memory is known once the
+                # kernel is lowered (`infer_generic_spaces`: `thread_private`)
+                extra["address_args"] = tuple(
+                    k for k, v in enumerate((*reads, *pointers))
+                    if any(v in operands[d] for out in outputs for d in out.local))
+            return self.instr(frame, pi, ir.ASSIGN, dest=dest, args=(*reads, *pointers),
+                              operator="call.result", attrs={**attrs, **extra})
+
+        for param, ret in zip(callee.rets, rets, strict=False):
+            written = sorted(o for name, o in summary.outputs if name == param.name) or [0]
+            missing = SummaryOutput(frozenset(), intrinsic=True)  # never written: undefined
+            target = self.slot_name(frame, ret)
+            if target is not None:
+                for o in written:
+                    output = summary.outputs.get((param.name, o), missing)
+                    produced.append(result(_slot(target, o), [output]))
+                self.slots[target] = set(written)
+                continue
+            seen = [0] if 0 in written or param.space == ".reg" else written
+            outputs = [summary.outputs.get((param.name, o), missing) for o in seen]
+            produced += [result(dest, outputs) for dest in self.dests(frame, ret)]
+        self.emit(frame, pi, produced)
+
+    def lower_function(self, frame: _Frame) -> None:
+        """A `.func` body on its own (`frame`: its root frame, with a return label): its
+        parameters are defined by `call.input` instructions (one per offset of a `.param`
+        the body reads), every `ret` meets at the return label, where one `call.return`
+        instruction reads the outputs (one per offset of a `.param` the body writes)."""
+        fn = frame.info.fn
+        header = PInstr(None, False, "call.input", [], fn.line, fn.column, "")
+        start = len(self.items)
+        self.lower_body(frame)
+        read = {a.name for item in self.items[start:] if isinstance(item, ir.Instruction)
+                for a in item.reads if isinstance(a, ir.Var)}
+        inputs = []
+        for param in fn.params:
+            names = [param.name] if param.space == ".reg" else sorted(
+                (n for n in read if n == param.name or n.startswith(param.name + "+")),
+                key=lambda n: _slot_offset(n, param.name))
+            inputs += [self.instr(frame, header, ir.ASSIGN, dest=n, operator="call.input",
+                                  attrs={"input": (param.name, _slot_offset(n, param.name))})
+                       for n in names]
+        self.items[start:start] = inputs
+        self.label(frame.ret_label, fn.line, fn.column, user=False)
+        self.referenced.add(frame.ret_label)
+        outputs: list[ir.Operand] = []
+        slots: list[Slot] = []
+        for param in fn.rets:
+            offsets = [0] if param.space == ".reg" else sorted(self.slots.get(param.name)
+                                                                or {0})
+            for o in offsets:
+                outputs.append(ir.Var(_slot(param.name, o)))
+                slots.append((param.name, o))
+        ret = PInstr(None, False, "call.return", [], fn.line, fn.column, "")
+        self.items.append(self.instr(frame, ret, ir.OPAQUE, args=tuple(outputs),
+                                     operator="call.return", attrs={"outputs": tuple(slots)}))
+        self.items.append(self.instr(frame, ret, ir.STOP))

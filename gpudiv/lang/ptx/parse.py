@@ -56,7 +56,7 @@ from gpudiv.lang.ptx.kernel import (
     _split_blocks,
     infer_generic_spaces,
 )
-from gpudiv.lang.ptx.lower import _Frame, _KernelLowering
+from gpudiv.lang.ptx.lower import CallSummary, _Frame, _KernelLowering
 from gpudiv.lang.ptx.opcodes import (  # noqa: F401
     ASSIGN_ROOTS,
     ATOMIC_ROOTS,
@@ -212,16 +212,21 @@ class _Reader:
                 self.program.parse_ms[fn.name] = (
                     parse_ms / len(entries) + (time.perf_counter() - start) * 1000)
 
-    def lower_kernel(self, unit: _Unit, fn: PFunction,
-                     inline: bool | None = None) -> ir.Kernel | None:
+    def lower_kernel(self, unit: _Unit, fn: PFunction, inline: bool | None = None,
+                     summaries: dict[str, CallSummary] | None = None) -> ir.Kernel | None:
         """One `.entry` as an IR kernel. Canonical (the default): calls inlined, guarded
         definitions as selects; else calls kept as calls (`inline`: unless told) and
-        guarded definitions as guarded instructions."""
+        guarded definitions as guarded instructions. With `summaries`, calls to those
+        functions are lowered as their summaries (`_KernelLowering.summary_call`).
+        A `.func` is lowered on its own (`_KernelLowering.lower_function`): its
+        parameters become `call.input` definitions, not kernel parameters."""
         info = unit.info(fn.name)
         lowering = _KernelLowering(unit, info, self.program.diagnostics,
-                                   self.canonical if inline is None else inline)
-        frame = _Frame(info)
-        lowering.lower_body(frame)
+                                   self.canonical if inline is None else inline, summaries)
+        if fn.kind == "func":
+            lowering.lower_function(_Frame(info, ret_label="$ret", stack=(fn.name,)))
+        else:
+            lowering.lower_body(_Frame(info))
         if lowering.failed:
             return None
         blocks = _split_blocks(lowering.items, lowering.referenced) + lowering.exit_blocks
@@ -229,7 +234,8 @@ class _Reader:
         if not blocks or not any(b.instructions for b in blocks):
             blocks.append(ir.Block("$end", [ir.Instruction(ir.STOP, loc, text="")], loc,
                                    user_label=False))
-        kernel = ir.Kernel(fn.name, [p.name for p in fn.params], blocks, loc)
+        params = [] if fn.kind == "func" else fn.params
+        kernel = ir.Kernel(fn.name, [p.name for p in params], blocks, loc)
         guard_temps = guard_to_select(kernel) if self.canonical else {}
         instructions = kernel.instructions()
         for position, instr in enumerate(instructions):  # a kernel read: ids in program order
@@ -244,14 +250,19 @@ class _Reader:
             symbols.update(body.symbol_details)
         kernel.attrs = {
             "reg_types": lowering.var_types,
-            "params": tuple((p.name, p.type, p.size, p.align) for p in fn.params),
+            "params": tuple((p.name, p.type, p.size, p.align) for p in params),
             "symbols": symbols,
         }
+        if fn.kind == "func":  # read by the facts of call summaries
+            kernel.attrs["call_return"] = tuple(i.id for i in instructions
+                                                if i.operator == "call.return")
         kernel.registers = _register_table(lowering, instructions, guard_temps)
         kernel.attrs["ptx_source"] = _source_record(fn, info, lowering, kernel)
         kernel.attrs.update(_launch_directives(fn.directives))
         if lowering.kept_calls:
             kernel.attrs["ptx_unlowered"] = Unlowered(unit, fn, self.symbol_details)
+        if lowering.call_instances:
+            kernel.attrs["call_instances"] = dict(lowering.call_instances)
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:

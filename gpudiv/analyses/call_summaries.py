@@ -1,0 +1,246 @@
+"""Call summaries: each `.func` analysed once per calling context, not once per call site
+(issue 16, item 1), for the simple analysis (Sampaio 2013 §3.4).
+
+`gpudiv analyze` inlines every call, so a kernel that calls a function from 36 places
+analyses 36 copies of it. Here a PTX file is read once (`gpudiv.lang.ptx.functions`) and:
+
+1. **Summaries, bottom-up.** Each `.func` is lowered on its own, its calls standing for the
+   summaries of their callees (functions are taken callees first; a call into a cycle
+   of the call graph stays opaque). rules/call_summary.lp derives, in one solve per
+   function, which inputs each output depends on and which outputs differ between lanes
+   whatever the inputs (`CallSummary`).
+2. **Kernels.** Each `.entry` is lowered with its calls as summaries
+   (`call.result` reads only the arguments a result depends on) and analysed by the
+   simple analysis, unchanged.
+3. **Contexts, top-down.** A call site's context is the set of callee inputs whose
+   arguments are divergent there. Each function is analysed by the simple analysis once
+   per context that occurs (its divergent inputs as sources), and its own call sites give
+   the contexts of its callees.
+
+Exactness. Every rule of divergence.lp has exactly one divergent premise, so what is
+divergent for a set of divergent inputs is the union of what each input makes divergent
+and what the body makes divergent by itself: a summary loses nothing against inlining for
+the values a function passes back. What can differ from inlining (`gpudiv compare
+--calls`, `gpudiv.verify.call_projection` lists every case): a literal passed as an
+argument is a uniform input, not a constant, in the callee; an address into the
+caller's stack frame passed to a callee is an escape, so that frame is not promoted to
+variables (`gpudiv.analyses.stack_slots`); a block shape given by `.reqntid` does not
+reach the callees; a call nested deeper than inlining goes is summarised, not opaque.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+
+from gpudiv import ir
+from gpudiv.analyses.driver import Analysis
+from gpudiv.analyses.results import KernelResult
+from gpudiv.analyses.simple import analysis as simple_analysis
+from gpudiv.analyses.solve import RuleError, SolveResult, shipped_rule
+from gpudiv.ir.ssa import SSAForm
+from gpudiv.lang.ptx.functions import CallSummary, FunctionReader, Slot, SummaryOutput
+from gpudiv.lang.ptx.kernel import local_registers
+
+SUMMARY_RULES = ("cfg.lp", "call_summary.lp")
+
+@dataclass(frozen=True)
+class Context:
+    """A calling context: the callee's inputs whose arguments are divergent at the call
+    site, and its pointer inputs whose arguments may point into the caller's
+    thread-private stack frame."""
+
+    divergent: frozenset[Slot] = frozenset()
+    local: frozenset[Slot] = frozenset()
+
+    def __str__(self) -> str:
+        parts = [f"divergent: {', '.join(_slot_name(s) for s in sorted(self.divergent))}"
+                 if self.divergent else "",
+                 f"local: {', '.join(_slot_name(s) for s in sorted(self.local))}"
+                 if self.local else ""]
+        return "; ".join(p for p in parts if p) or "uniform inputs"
+
+
+@dataclass
+class _Summarised:
+    """What the summary solve of one function gives (the driver's build result)."""
+
+    summary: CallSummary
+    block: object = None
+    warnings: list = field(default_factory=list)
+
+
+@dataclass
+class FunctionContext:
+    """One function analysed in one calling context: the simple analysis' result, the
+    divergent inputs, and the call sites (kernel or function with its context, line,
+    column) that have this context."""
+
+    function: str
+    context: Context
+    result: KernelResult
+    call_sites: list[tuple[str, int, int]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """`name(divergent: a, b; local: p)` or `name(uniform inputs)` for reports."""
+        return f"{self.function}({self.context})"
+
+
+@dataclass
+class CallsAnalysis:
+    """The simple analysis of a PTX file with call summaries."""
+
+    path: str
+    kernels: list[KernelResult]
+    functions: list[FunctionContext]
+    summaries: dict[str, CallSummary]
+    diagnostics: list[ir.Diagnostic]
+    timing_ms: dict[str, float]
+    reader: FunctionReader
+
+    def context(self, function: str, context: Context) -> FunctionContext:
+        """The result of one function in one context."""
+        for found in self.functions:
+            if found.function == function and found.context == context:
+                return found
+        raise KeyError((function, context))
+
+
+def _slot_name(slot: Slot) -> str:
+    return slot[0] if slot[1] == 0 else f"{slot[0]}+{slot[1]}"
+
+
+def _summary(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult,
+             timing: dict[str, float]) -> _Summarised:
+    """The `CallSummary` of one function from its solved call_summary.lp atoms."""
+    instrs = kernel.by_id()
+    inputs: dict[str, Slot] = {}
+    for n, var in ssa.defs.items():
+        slot = instrs[n].attrs.get("input") if var is not None else None
+        if slot is not None:
+            inputs[var] = slot
+    depends: dict[str, set[Slot]] = {}
+    for out, inp in solved.relation("depends"):
+        depends.setdefault(out, set()).add(inputs[inp])
+    local: dict[str, set[Slot]] = {}
+    for out, inp in solved.relation("depends_local"):
+        local.setdefault(out, set()).add(inputs[inp])
+    intrinsic = solved.unary("intrinsic")
+    constants = dict(solved.relation("output_constant"))
+    outputs: dict[Slot, SummaryOutput] = {}
+    for n in kernel.attrs.get("call_return", ()):
+        for slot, var in zip(instrs[n].attrs["outputs"], ssa.uses[n], strict=True):
+            outputs[slot] = SummaryOutput(frozenset(depends.get(var, ())), var in intrinsic,
+                                          constants.get(var), frozenset(local.get(var, ())))
+    return _Summarised(CallSummary(tuple(sorted(set(inputs.values()))), outputs))
+
+
+def _levels(reader: FunctionReader) -> list[list[str]]:
+    """The functions, callees first: each level calls only functions of earlier levels
+    (where a cycle leaves none ready, its first function goes alone, and its calls into
+    the cycle stay opaque)."""
+    remaining = reader.functions
+    callees = {f: reader.callees(f) for f in remaining}
+    done: set[str] = set()
+    levels: list[list[str]] = []
+    while remaining:
+        ready = [f for f in remaining if callees[f] <= done]
+        if not ready:
+            ready = remaining[:1]
+        levels.append(ready)
+        done.update(ready)
+        remaining = [f for f in remaining if f not in done]
+    return levels
+
+
+def summarise(reader: FunctionReader) -> dict[str, CallSummary]:
+    """The summary of every `.func` with a body (RuleError when the rules fail)."""
+    driver = Analysis("call-summary", tuple(shipped_rule(f) for f in SUMMARY_RULES),
+                      _summary)
+    summaries: dict[str, CallSummary] = {}
+    for level in _levels(reader):
+        lowered = [(f, reader.lower(f, summaries)) for f in level]
+        kernels = [k for _, k in lowered if k is not None]
+        for kernel, done in zip(kernels, driver.run(kernels), strict=True):
+            if isinstance(done, RuleError):
+                raise done
+            summaries[kernel.name] = done.summary
+    return summaries
+
+
+def call_contexts(result: KernelResult, summaries: dict[str, CallSummary]
+                  ) -> list[tuple[str, Context, int, int]]:
+    """Each summarised call site of an analysed kernel or function: (callee, the callee's
+    inputs whose arguments are divergent here, line, column)."""
+    divergent = {atom[0] for atom in result.relations.get("divergent", ())}
+    kernel = result.ssa.cfg.kernel
+    instructions = kernel.instructions()
+    local = local_registers(instructions, kernel.attrs.get("local_inputs", frozenset()))
+    sites = []
+    for instr in instructions:
+        callee = instr.attrs.get("callee")
+        if instr.operator != "call" or instr.dest is not None or callee not in summaries:
+            continue
+        uses = result.ssa.uses.get(instr.id, [])
+        divergent_inputs, local_inputs = set(), set()
+        for slot, positions in instr.attrs.get("call_inputs", ()):
+            if positions is None or any(uses[p] in divergent for p in positions):
+                divergent_inputs.add(slot)
+            if positions is None or any(isinstance(instr.args[p], ir.Var)
+                                        and instr.args[p].name in local for p in positions):
+                local_inputs.add(slot)
+        context = Context(frozenset(divergent_inputs), frozenset(local_inputs))
+        sites.append((callee, context, instr.loc.line, instr.loc.column))
+    return sites
+
+
+def _in_context(kernel: ir.Kernel, context: Context) -> ir.Kernel:
+    """A function's kernel in a calling context: its divergent inputs are sources of
+    divergence, and loads through its `.local` pointer inputs are thread-private."""
+    variant = copy.copy(kernel)
+    variant.attrs = {**kernel.attrs,
+                     "divergent_inputs": frozenset(_slot_name(s) for s in context.divergent),
+                     "local_inputs": frozenset(_slot_name(s) for s in context.local)}
+    return variant
+
+
+def analyze_calls(reader: FunctionReader) -> CallsAnalysis:
+    """The simple analysis of every kernel of a PTX file with call summaries, and of
+    every function in every calling context that occurs."""
+    timing: dict[str, float] = {"parse": reader.parse_ms}
+    start = time.perf_counter()
+    summaries = summarise(reader)
+    timing["summaries"] = (time.perf_counter() - start) * 1000
+    driver = simple_analysis()
+    start = time.perf_counter()
+    entries = [k for k in (reader.lower(e, summaries) for e in reader.entries)
+               if k is not None]
+    kernels = [r for r in driver.run(entries) if not isinstance(r, RuleError)]
+    timing["kernels"] = (time.perf_counter() - start) * 1000
+    start = time.perf_counter()
+    lowered = {f: reader.lower(f, summaries) for f in summaries}
+    contexts: dict[tuple[str, Context], FunctionContext] = {}
+    pending = [(r, r.name) for r in kernels]
+    while pending:
+        wanted: dict[tuple[str, Context], list[tuple[str, int, int]]] = {}
+        for result, caller in pending:
+            for callee, context, line, column in call_contexts(result, summaries):
+                key = (callee, context)
+                if key in contexts:
+                    contexts[key].call_sites.append((caller, line, column))
+                else:
+                    wanted.setdefault(key, []).append((caller, line, column))
+        keys = [k for k in wanted if lowered[k[0]] is not None]
+        variants = [_in_context(lowered[f], context) for f, context in keys]
+        pending = []
+        for key, result in zip(keys, driver.run(variants), strict=True):
+            if isinstance(result, RuleError):
+                continue
+            found = contexts[key] = FunctionContext(key[0], key[1], result, wanted[key])
+            pending.append((result, found.label))
+    timing["contexts"] = (time.perf_counter() - start) * 1000
+    functions = sorted(contexts.values(), key=lambda c: (c.function, str(c.context)))
+    return CallsAnalysis(reader.path, kernels, functions, summaries,
+                         list(reader.diagnostics), timing, reader)

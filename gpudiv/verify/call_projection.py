@@ -1,0 +1,355 @@
+"""Call summaries projected onto the inlined kernel: what lets the oracle check them and
+`gpudiv compare --calls` measure what they lose against inlining (issue 16, item 1).
+
+With call summaries (`gpudiv.analyses.call_summaries`) a function is analysed once per
+calling context, and no inlined kernel is built. The interpreter runs the kernel with its
+calls inlined (PTX calls to functions of the file have the semantics of their bodies),
+so to check the summaries on it, each claim is carried over to every inlined copy:
+
+- every instruction of the inlined kernel belongs to one frame, the kernel's or one
+  inlined call (`attrs["call_instances"]`: which call site of which caller each copy
+  stands for, so which function and calling context its claims come from);
+- in that frame it is the k-th instruction lowered from one PTX instruction, as is one
+  instruction of the function analysed on its own: the SSA variables the two read,
+  operand by operand, get the same claim (a variable read by several instructions whose
+  claims disagree gets the weakest, and the disagreement is counted);
+- the arguments a call passes are read, in the caller's frame, by the parameter copies
+  of the inlined kernel and by the `call` instruction of the summarised one: matched by
+  register name.
+
+The projection is a `KernelResult` of the inlined kernel's own SSA form, so the oracle
+checks it as it checks any analysis, and it can be compared variable by variable with
+the simple analysis of the inlined kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from gpudiv import ir
+from gpudiv.analyses.call_summaries import CallsAnalysis, call_contexts
+from gpudiv.analyses.results import BranchResult, KernelResult, VariableResult
+from gpudiv.analyses.simple import analysis as simple_analysis
+
+# The weakest claim first: what a variable gets when its reads disagree.
+_STRENGTH = {"divergent": 0, "uniform": 1, "constant": 2}
+
+# A claim on an SSA variable: ("divergent" | "uniform" | "constant", the constant).
+Claim = tuple[str, int | None]
+
+
+@dataclass
+class Difference:
+    """A variable of the inlined kernel whose class differs between inlining and call
+    summaries, with the frame it belongs to and why."""
+
+    variable: str
+    source: str
+    line: int
+    frame: str
+    inlined: str
+    summarised: str
+    why: str
+
+
+@dataclass
+class Projection:
+    """One kernel: the simple analysis of its inlined form, the summaries' claims carried
+    onto it, and how they compare."""
+
+    kernel: str
+    inlined: KernelResult
+    projected: KernelResult
+    mapped: int  # variables of the inlined kernel that got a claim from the summaries
+    unmapped: list[str] = field(default_factory=list)
+    conflicts: int = 0  # variables whose reads got different claims
+    losses: list[Difference] = field(default_factory=list)
+    gains: list[Difference] = field(default_factory=list)
+
+
+def _key(instr: ir.Instruction, seen: dict[tuple, int], frame: str) -> tuple:
+    """(frame, line, column, k): the k-th instruction lowered from one PTX instruction in
+    one frame."""
+    base = (frame, instr.loc.line, instr.loc.column)
+    k = seen.get(base, 0)
+    seen[base] = k + 1
+    return (*base, k)
+
+
+def _frames(kernel: ir.Kernel) -> dict[int, str]:
+    """For each instruction id of an inlined kernel: the suffix of its frame ("" for
+    the kernel's own instructions)."""
+    inlined = kernel.attrs.get("ptx_source", {}).get("inlined_forms", {})
+    return {i.id: inlined[i.group][1] if i.group in inlined else ""
+            for i in kernel.instructions()}
+
+
+def _claims_of(result: KernelResult) -> dict[str, Claim]:
+    """The claim the analysis makes on each SSA variable it lists or reads."""
+    divergent = {atom[0] for atom in result.relations.get("divergent", ())}
+    constants = dict(result.relations.get("constant", ()))
+    claims: dict[str, Claim] = {}
+    for name in result.ssa.variables:
+        if name in divergent:
+            claims[name] = ("divergent", None)
+        elif name in constants:
+            claims[name] = ("constant", constants[name])
+        else:
+            claims[name] = ("uniform", None)
+    return claims
+
+
+def _unsuffixed(name: str, suffix: str) -> str:
+    """A register name of frame `suffix` as the function lowered on its own names it."""
+    if not suffix:
+        return name
+    base, plus, offset = name.partition("+")
+    if base.endswith(suffix):
+        return base[:-len(suffix)] + plus + offset
+    return name
+
+
+def _block_unsuffixed(label: str, suffix: str) -> str:
+    """A block label of frame `suffix` as in the function lowered on its own (an edge
+    block `a^b` names two labels)."""
+    return "^".join(_unsuffixed(part, suffix) for part in label.split("^"))
+
+
+class _Projector:
+    """Carries the claims of the summarised frames onto one inlined kernel."""
+
+    def __init__(self, calls: CallsAnalysis, kernel: KernelResult, inlined: KernelResult):
+        self.calls = calls
+        self.inlined = inlined
+        self.instances = inlined.ssa.cfg.kernel.attrs.get("call_instances", {})
+        self.results: dict[str, KernelResult | None] = {"": kernel}
+        self.claims: dict[str, Claim] = {}
+        self.branch_claims: dict[int, bool] = {}
+        self.conflicts: set[str] = set()
+        self.frame_names: dict[str, str] = {"": kernel.name}
+
+    def result_of(self, suffix: str) -> KernelResult | None:
+        """The analysis of the frame an inlined copy stands for (None: not summarised)."""
+        if suffix in self.results:
+            return self.results[suffix]
+        parent, line, column, callee = self.instances[suffix]
+        caller = self.result_of(parent)
+        found = None
+        if caller is not None:
+            for name, context, at_line, at_column in call_contexts(caller,
+                                                                   self.calls.summaries):
+                if (name, at_line, at_column) == (callee, line, column):
+                    try:
+                        function = self.calls.context(name, context)
+                    except KeyError:
+                        break
+                    found = function.result
+                    self.frame_names[suffix] = function.label
+                    break
+        self.results[suffix] = found
+        return found
+
+    def claim(self, name: str | None, claim: Claim) -> None:
+        if name is None:
+            return
+        known = self.claims.get(name)
+        if known is None:
+            self.claims[name] = claim
+        elif known != claim:
+            self.conflicts.add(name)
+            self.claims[name] = min(known, claim, key=lambda c: _STRENGTH[c[0]])
+            if known[0] == claim[0] == "constant":
+                self.claims[name] = ("uniform", None)
+
+    def project(self) -> None:
+        kernel = self.inlined.ssa.cfg.kernel
+        frames = _frames(kernel)
+        summarised: dict[str, dict[tuple, ir.Instruction]] = {}
+        summary_claims: dict[str, dict[str, Claim]] = {}
+        seen: dict[tuple, int] = {}
+        uses = self.inlined.ssa.uses
+        branches = {b.instruction: b for b in self.inlined.ssa.branches}
+        for instr in kernel.instructions():
+            suffix = frames[instr.id]
+            result = self.result_of(suffix)
+            key = _key(instr, seen, suffix)
+            if result is None:
+                continue
+            if suffix not in summarised:
+                summarised[suffix] = _instructions_by_key(result)
+                summary_claims[suffix] = _claims_of(result)
+            twin = summarised[suffix].get(key[1:])
+            claims = summary_claims[suffix]
+            if twin is None:
+                continue
+            if twin.operator == "call" and "callee" in twin.attrs:
+                self.project_arguments(instr, suffix, result, twin, claims)
+                continue
+            own, theirs = uses.get(instr.id, []), result.ssa.uses.get(twin.id, [])
+            if len(own) != len(theirs) or instr.operator != twin.operator:
+                continue
+            for mine, their in zip(own, theirs, strict=True):
+                if their is not None:
+                    self.claim(mine, claims[their])
+            mine, their = self.inlined.ssa.defs.get(instr.id), result.ssa.defs.get(twin.id)
+            if mine is not None and their is not None:
+                self.claim(mine, claims[their])
+            if instr.id in branches:
+                divergent = {atom[0] for atom in result.relations.get("divergent_branch", ())}
+                block = result.ssa.instruction_block.get(twin.id)
+                self.branch_claims[instr.id] = block not in divergent
+
+    def project_joins(self) -> None:
+        """φ, η and rejoin variables, matched by register and block (a φ that only feeds
+        other φs is read by no instruction)."""
+        summarised: dict[str, dict[tuple, str]] = {}
+        for var in self.inlined.ssa.variables.values():
+            if var.instruction is not None or var.phi_kind is None or var.name in self.claims:
+                continue
+            suffix = _frame_suffix(var.block)
+            result = self.results.get(suffix)
+            if result is None:
+                continue
+            if suffix not in summarised:
+                summarised[suffix] = {(v.source, v.block, v.phi_kind): v.name
+                                      for v in result.ssa.variables.values()
+                                      if v.instruction is None and v.phi_kind is not None}
+            their = summarised[suffix].get((_unsuffixed(var.source, suffix),
+                                            _block_unsuffixed(var.block, suffix),
+                                            var.phi_kind))
+            if their is not None:
+                self.claim(var.name, _claims_of(result)[their])
+
+    def project_arguments(self, instr: ir.Instruction, suffix: str, result: KernelResult,
+                          call: ir.Instruction, claims: dict[str, Claim]) -> None:
+        """The caller's reads of a call's arguments, matched by register name."""
+        by_name = {}
+        for arg, name in zip(call.reads, result.ssa.uses.get(call.id, []), strict=False):
+            if isinstance(arg, ir.Var) and name is not None:
+                by_name[arg.name] = name
+        for arg, mine in zip(instr.reads, self.inlined.ssa.uses.get(instr.id, []),
+                             strict=False):
+            if isinstance(arg, ir.Var):
+                their = by_name.get(_unsuffixed(arg.name, suffix))
+                if their is not None:
+                    self.claim(mine, claims[their])
+
+
+def _instructions_by_key(result: KernelResult) -> dict[tuple, ir.Instruction]:
+    seen: dict[tuple, int] = {}
+    return {_key(i, seen, "")[1:]: i for i in result.ssa.cfg.kernel.instructions()}
+
+
+def _projected_result(inlined: KernelResult, claims: dict[str, Claim],
+                      branch_claims: dict[int, bool]) -> KernelResult:
+    """The inlined kernel's result with the projected claims (no claim: divergent)."""
+    variables: list[VariableResult] = []
+    for var in inlined.variables:
+        klass, value = claims.get(var.name, ("divergent", None))
+        variables.append(replace(var, klass=klass, value=value,
+                                 reason=None if klass != "divergent" else var.reason))
+    branches: list[BranchResult] = [replace(b, divergent=not branch_claims.get(
+        b.instruction, False)) for b in inlined.branches]
+    divergent = [(name,) for name, (klass, _) in claims.items() if klass == "divergent"]
+    return replace(inlined, analysis="simple (call summaries)", variables=variables,
+                   branches=branches, relations={"divergent": divergent})
+
+
+def _depots(result: KernelResult) -> set[str]:
+    """The `.local` objects a frame declares that the analysis promoted to variables."""
+    return {name.split("[")[0] for name in result.ssa.cfg.kernel.attrs.get("stack_slots", ())}
+
+
+def _declared(result: KernelResult) -> set[str]:
+    """The `.local` objects (and other symbols) a frame declares in its body."""
+    return set(result.ssa.cfg.kernel.attrs.get("ptx_source", {}).get("symbols", {}))
+
+
+class _Reasons:
+    """Why the summaries say less than inlining about a variable of some frame."""
+
+    def __init__(self, projector: _Projector, inlined: KernelResult):
+        self.projector = projector
+        self.inline_promoted = _depots(inlined)
+
+    def unpromoted(self, suffix: str) -> set[str]:
+        """The frame's own stack objects that inlining promotes and the summaries do not."""
+        result = self.projector.results.get(suffix)
+        if result is None:
+            return set()
+        return (_declared(result) & self.inline_promoted) - _depots(result)
+
+    def why(self, inlined: Claim, summarised: Claim, suffix: str) -> str:
+        if inlined[0] == "constant" and summarised[0] == "uniform":
+            return ("a literal argument is a uniform input of the function analysed on "
+                    "its own, not a constant")
+        frame, chain = suffix, []
+        while True:  # the frame itself, then its callers
+            lost = self.unpromoted(frame)
+            if lost:
+                told = self.escaped(frame, lost)
+                return told if not chain else f"a divergent argument: {told}"
+            if frame == "" or frame not in self.projector.instances:
+                break
+            chain.append(frame)
+            frame = self.projector.instances[frame][0]
+        for frame in self.projector.results:  # a callee: through what a call returns
+            lost = self.unpromoted(frame)
+            if lost:
+                return f"a call's result: {self.escaped(frame, lost)}"
+        return "differs from inlining (no known cause: please report it)"
+
+    def escaped(self, frame: str, lost: set[str]) -> str:
+        where = self.projector.frame_names.get(frame, frame)
+        return (f"the stack frame of {where} ({', '.join(sorted(lost))}) stays memory: its "
+                f"address is passed to a call, so its slots are not promoted to variables as "
+                f"they are when the call is inlined")
+
+
+def project(calls: CallsAnalysis, kernel: str) -> Projection:
+    """The summaries' claims on one kernel, carried onto its inlined form and compared
+    with the simple analysis of that form."""
+    result = next(k for k in calls.kernels if k.name == kernel)
+    lowered = calls.reader.inlined(kernel)
+    if lowered is None:
+        raise ValueError(f"kernel {kernel}: cannot be inlined")
+    inlined = simple_analysis()(lowered)
+    projector = _Projector(calls, result, inlined)
+    projector.project()
+    projector.project_joins()
+    projected = _projected_result(inlined, projector.claims, projector.branch_claims)
+    frames = _frames(inlined.ssa.cfg.kernel)
+    frame_of = {var.name: frames.get(var.instruction, "") if var.instruction is not None
+                else _frame_suffix(var.block) for var in inlined.ssa.variables.values()}
+    reasons = _Reasons(projector, inlined)
+    own = _claims_of(inlined)
+    projection = Projection(kernel, inlined, projected, len(projector.claims),
+                            conflicts=len(projector.conflicts))
+    for var in inlined.variables:
+        if var.name not in projector.claims:
+            projection.unmapped.append(var.name)
+            continue
+        theirs, mine = projector.claims[var.name], own[var.name]
+        if theirs == mine:
+            continue
+        suffix = frame_of[var.name]
+        frame = projector.frame_names.get(suffix, suffix)
+        difference = Difference(var.name, var.source, var.line, frame, _describe(mine),
+                                _describe(theirs), "")
+        if _STRENGTH[theirs[0]] < _STRENGTH[mine[0]]:
+            difference.why = reasons.why(mine, theirs, suffix)
+            projection.losses.append(difference)
+        else:
+            difference.why = "the summary is more precise than inlining here"
+            projection.gains.append(difference)
+    return projection
+
+
+def _frame_suffix(label: str) -> str:
+    """The frame suffix of a block label (`$L__BB3_2@4` → `@4`)."""
+    head, at, tail = label.rpartition("@")
+    return at + tail if at and tail.isdigit() else ""
+
+
+def _describe(claim: Claim) -> str:
+    return f"constant {claim[1]}" if claim[0] == "constant" else claim[0]
