@@ -14,18 +14,24 @@ from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import RuleError, in_context
 from gpudiv.analyses.stack_slots import original
-from gpudiv.lang.load import load, parse_text
+from gpudiv.lang.load import language_of, load, parse_text, read_source
 
 if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel runs
+    from gpudiv.analyses.call_summaries import CallsAnalysis
     from gpudiv.analyses.deadlock import KernelDeadlocks
     from gpudiv.interp.musimd import LaunchConfig
     from gpudiv.interp.ptx import PtxLaunch
     from gpudiv.interp.simt import Counters
     from gpudiv.transforms.motion_explain import MotionExplanation
+    from gpudiv.verify.call_projection import Projection
     from gpudiv.verify.oracle import CheckReport
 
 # Languages a reference interpreter can execute (gpudiv.interp.musimd, gpudiv.interp.ptx).
 EXECUTABLE_LANGUAGES = ("musimd", "ptx")
+
+# How `analyze` treats calls to functions of the file: inlined at every call site, or
+# summarised once per calling context (`analyze_with_summaries`).
+CALL_MODES = ("inline", "summary")
 
 
 @dataclass
@@ -39,6 +45,10 @@ class FileAnalysis:
     parse_ms: dict[str, float] = field(default_factory=dict)
     # Findings computed before the kernels' SSA forms were dropped (see `lean`).
     cached_findings: list[Finding] | None = None
+    # With call summaries (`analyze(..., calls="summary")`): the summaries and contexts,
+    # what `check_calls` and `compare_calls` need (`kernels` lists the kernels, then every
+    # function in every calling context).
+    calls: CallsAnalysis | None = None
 
     @property
     def errors(self) -> list[ir.Diagnostic]:
@@ -62,7 +72,7 @@ class FileAnalysis:
         """A copy without the kernels' SSA forms and solved relations (cheap to send to
         another process); its findings are computed first and kept."""
         return replace(self, kernels=[replace(k, ssa=None, relations={}) for k in self.kernels],
-                       cached_findings=self.findings())
+                       cached_findings=self.findings(), calls=None)
 
 
 def _program(source: str | Path | ir.Program) -> ir.Program:
@@ -74,7 +84,7 @@ def _program(source: str | Path | ir.Program) -> ir.Program:
 def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
             block: BlockShape | str | tuple[int, ...] | None = None,
             on_progress: Callable[[str, int, int], None] | None = None,
-            kernel_timeout: float | None = None) -> FileAnalysis:
+            kernel_timeout: float | None = None, calls: str = "inline") -> FileAnalysis:
     """Analyse every kernel of a file (path) or parsed program. `block` is the block
     shape of every launch (`"32x8"`, `(32, 8)`, a BlockShape): with it `%ntid.*` are
     constants and, when X % 32 == 0, `%tid.y`/`%tid.z` are warp-uniform (PTX only; a
@@ -82,7 +92,12 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
     `on_progress(stage, done, total)` hears of the stages of long work: "reading" (0, 0)
     before a file is read, then each kernel "preparing" (CFG, SSA, facts) and "solving".
     `kernel_timeout`: seconds each kernel's analysis may take; a kernel that overruns is
-    not analysed and gets an error diagnostic that says so (the others are analysed)."""
+    not analysed and gets an error diagnostic that says so (the others are analysed).
+    `calls`: "inline" (every call inlined) or "summary" (`analyze_with_summaries`)."""
+    if calls not in CALL_MODES:
+        raise ValueError(f"unknown call mode '{calls}' (known: {', '.join(CALL_MODES)})")
+    if calls == "summary":
+        return analyze_with_summaries(source, analysis, block, on_progress, kernel_timeout)
     if on_progress is not None and not isinstance(source, ir.Program):
         on_progress("reading", 0, 0)
     program = _program(source)
@@ -110,6 +125,58 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
                 loc.column))
         result.kernels.append(kernel_result)
     return result
+
+
+def analyze_with_summaries(source: str | Path | ir.Program, analysis: str = "simple",
+                           block: BlockShape | str | tuple[int, ...] | None = None,
+                           on_progress: Callable[[str, int, int], None] | None = None,
+                           kernel_timeout: float | None = None) -> FileAnalysis:
+    """Analyse a PTX file with call summaries (`gpudiv.analyses.call_summaries`): each
+    `.func` once per calling context instead of once per call site. The result lists the
+    kernels (their calls as summaries), then each function in each calling context that
+    occurs (`KernelResult.calling_context`); `FileAnalysis.calls` keeps the summaries.
+    Only the simple analysis has summaries (ValueError otherwise); a μ-SIMD file has no
+    calls and is analysed as `analyze` does. A parsed Program cannot be given: the
+    summaries lower the PTX text function by function."""
+    from gpudiv.analyses.call_summaries import analyze_calls
+    from gpudiv.lang.ptx.functions import FunctionReader
+
+    if analysis != "simple":
+        raise ValueError(f"call summaries are implemented for the simple analysis only, "
+                         f"not '{analysis}' (use --analysis simple, or --calls inline)")
+    if isinstance(source, ir.Program):
+        raise ValueError("call summaries read a PTX file: give its path, not a parsed program")
+    path = Path(source)
+    if language_of(path) != "ptx":
+        return analyze(path, analysis, block, on_progress, kernel_timeout)
+    if on_progress is not None:
+        on_progress("reading", 0, 0)
+    reader = FunctionReader(read_source(path), str(path))
+    calls = analyze_calls(reader, as_shape(block), kernel_timeout)
+    results = calls.kernels + [found.result for found in calls.functions]
+    result = FileAnalysis(str(path), "ptx", results, list(calls.diagnostics),
+                          {k.name: calls.timing_ms["parse"] / max(len(calls.kernels), 1)
+                           for k in calls.kernels}, calls=calls)
+    for kernel_result in results:
+        what = ("function" if kernel_result.calling_context else "kernel")
+        for warning, loc in kernel_result.warnings:
+            result.diagnostics.append(ir.Diagnostic(
+                "warning", f"{what} {kernel_result.name}: {warning}", str(path), loc.line,
+                loc.column))
+    result.diagnostics.sort(key=lambda d: (d.line, d.column))
+    return result
+
+
+def compare_calls(source: str | Path) -> tuple[FileAnalysis, list[Projection]]:
+    """Call summaries against inlining on one PTX file, for the simple analysis: for each
+    kernel, the summaries' claims carried onto its inlined form and every variable whose
+    class differs, with why (`gpudiv.verify.call_projection`)."""
+    from gpudiv.verify.call_projection import project
+
+    analysed = analyze_with_summaries(source)
+    if analysed.calls is None:
+        return analysed, []
+    return analysed, [project(analysed.calls, k.name) for k in analysed.calls.kernels]
 
 
 @dataclass
@@ -193,7 +260,10 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
           max_steps: int | None = None,
           on_progress: Callable[[str, int, int], None] | None = None) -> list[CheckReport]:
     """Run each analysed kernel under the default launch shapes and check its claims (a
-    PTX kernel analysed for one block shape runs only with that block shape);
+    PTX kernel analysed for one block shape runs only with that block shape). With call
+    summaries (`analysed.calls`) each kernel runs with its calls inlined and every inlined
+    copy of a function is checked against the claims of its calling context
+    (`gpudiv.verify.call_projection`);
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
     `interp.ptx_synthesis.CHECK_MAX_STEPS` for PTX)."""
     from gpudiv.interp.musimd import reconvergence_for
@@ -210,10 +280,15 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     if analysed.language not in EXECUTABLE_LANGUAGES:
         return [CheckReport(k.name, status="not-executed", reason=f"no reference interpreter "
                             f"for {analysed.language} yet") for k in analysed.kernels]
+    results = analysed.kernels
+    if analysed.calls is not None:  # call summaries: their claims on the inlined kernels
+        from gpudiv.verify.call_projection import project
+
+        results = [project(analysed.calls, k.name).projected for k in analysed.calls.kernels]
     reports = []
-    for index, result in enumerate(analysed.kernels):
+    for index, result in enumerate(results):
         if on_progress is not None:
-            on_progress("checking", index, len(analysed.kernels))
+            on_progress("checking", index, len(results))
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
             launches = [replace(launch, reconvergence=reconvergence) for launch in
                         ptx_launches(original(result.ssa.cfg.kernel), seed + index,

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 
 from gpudiv import ir
 from gpudiv.analyses.driver import Analysis
-from gpudiv.analyses.results import KernelResult
+from gpudiv.analyses.launch_shape import BlockShape
+from gpudiv.analyses.results import CallingContext, KernelResult
 from gpudiv.analyses.simple import analysis as simple_analysis
 from gpudiv.analyses.solve import RuleError, SolveResult, shipped_rule
 from gpudiv.ir.ssa import SSAForm
@@ -155,19 +156,22 @@ def _levels(reader: FunctionReader) -> list[list[str]]:
     return levels
 
 
-def summarise(reader: FunctionReader) -> dict[str, CallSummary]:
-    """The summary of every `.func` with a body (RuleError when the rules fail)."""
+def summarise(reader: FunctionReader
+              ) -> tuple[dict[str, CallSummary], dict[str, ir.Kernel]]:
+    """The summary of every `.func` with a body, and the function lowered on its own with
+    its calls as summaries (RuleError when the rules fail)."""
     driver = Analysis("call-summary", tuple(shipped_rule(f) for f in SUMMARY_RULES),
                       _summary)
     summaries: dict[str, CallSummary] = {}
+    lowered: dict[str, ir.Kernel] = {}
     for level in _levels(reader):
-        lowered = [(f, reader.lower(f, summaries)) for f in level]
-        kernels = [k for _, k in lowered if k is not None]
+        kernels = [k for k in (reader.lower(f, summaries) for f in level) if k is not None]
         for kernel, done in zip(kernels, driver.run(kernels), strict=True):
             if isinstance(done, RuleError):
                 raise done
             summaries[kernel.name] = done.summary
-    return summaries
+            lowered[kernel.name] = kernel
+    return summaries, lowered
 
 
 def call_contexts(result: KernelResult, summaries: dict[str, CallSummary]
@@ -206,21 +210,32 @@ def _in_context(kernel: ir.Kernel, context: Context) -> ir.Kernel:
     return variant
 
 
-def analyze_calls(reader: FunctionReader) -> CallsAnalysis:
-    """The simple analysis of every kernel of a PTX file with call summaries, and of
-    every function in every calling context that occurs."""
+def analyze_calls(reader: FunctionReader, block: BlockShape | None = None,
+                  kernel_timeout: float | None = None) -> CallsAnalysis:
+    """The simple analysis of every kernel of a PTX file with call summaries (for
+    launches with `block`, as `Analysis.run` takes it), and of every function in every
+    calling context that occurs. A kernel the rules fail on (or that overruns
+    `kernel_timeout` seconds) is left out with an error diagnostic."""
     timing: dict[str, float] = {"parse": reader.parse_ms}
     start = time.perf_counter()
-    summaries = summarise(reader)
+    summaries, lowered = summarise(reader)
     timing["summaries"] = (time.perf_counter() - start) * 1000
     driver = simple_analysis()
+    diagnostics = list(reader.diagnostics)
     start = time.perf_counter()
     entries = [k for k in (reader.lower(e, summaries) for e in reader.entries)
                if k is not None]
-    kernels = [r for r in driver.run(entries) if not isinstance(r, RuleError)]
+    kernels = []
+    for kernel, result in zip(entries, driver.run(entries, block,
+                                                  kernel_timeout=kernel_timeout),
+                              strict=True):
+        if isinstance(result, RuleError):
+            diagnostics.append(ir.Diagnostic("error", f"kernel {kernel.name}: {result}",
+                                             reader.path, kernel.loc.line, kernel.loc.column))
+        else:
+            kernels.append(result)
     timing["kernels"] = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
-    lowered = {f: reader.lower(f, summaries) for f in summaries}
     contexts: dict[tuple[str, Context], FunctionContext] = {}
     pending = [(r, r.name) for r in kernels]
     while pending:
@@ -232,15 +247,22 @@ def analyze_calls(reader: FunctionReader) -> CallsAnalysis:
                     contexts[key].call_sites.append((caller, line, column))
                 else:
                     wanted.setdefault(key, []).append((caller, line, column))
-        keys = [k for k in wanted if lowered[k[0]] is not None]
+        keys = [k for k in wanted if k[0] in lowered]
         variants = [_in_context(lowered[f], context) for f, context in keys]
         pending = []
-        for key, result in zip(keys, driver.run(variants), strict=True):
+        for key, result in zip(keys, driver.run(variants, kernel_timeout=kernel_timeout),
+                               strict=True):
             if isinstance(result, RuleError):
+                function = lowered[key[0]]
+                diagnostics.append(ir.Diagnostic(
+                    "error", f"function {key[0]} ({key[1]}): {result}", reader.path,
+                    function.loc.line, function.loc.column))
                 continue
             found = contexts[key] = FunctionContext(key[0], key[1], result, wanted[key])
+            result.name = found.label
+            result.calling_context = CallingContext(key[0], str(key[1]), found.call_sites)
             pending.append((result, found.label))
     timing["contexts"] = (time.perf_counter() - start) * 1000
     functions = sorted(contexts.values(), key=lambda c: (c.function, str(c.context)))
-    return CallsAnalysis(reader.path, kernels, functions, summaries,
-                         list(reader.diagnostics), timing, reader)
+    return CallsAnalysis(reader.path, kernels, functions, summaries, diagnostics, timing,
+                         reader)

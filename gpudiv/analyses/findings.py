@@ -92,6 +92,19 @@ class BraUniDivergent(FindingKind):
                       "may diverge")
 
 
+class DivergentBranchInFunction(DivergentBranch):
+    """A divergent branch of a `.func` analysed in one calling context (call summaries)."""
+
+    message_format = "divergent branch on '{condition}' in function {kernel}"
+
+
+class BraUniDivergentInFunction(BraUniDivergent):
+    """A `bra.uni` of a `.func` analysed in one calling context that may diverge."""
+
+    message_format = ("branch marked uniform (bra.uni) on '{condition}' in function {kernel} "
+                      "may diverge")
+
+
 class SimtDeadlock(FindingKind):
     """A loop that may hang under stack-based reconvergence (MICRO 2016, Algorithm 1)."""
 
@@ -369,6 +382,9 @@ def _terminal(result: KernelResult, var: str, why: str, origin: str) -> str:
                 "again after different numbers of trips around a cycle")
     ssa_var = result.ssa.variables.get(var)
     kind = ssa_var.kind if ssa_var else ""
+    if ssa_var is not None and ssa_var.instruction is not None and \
+            result.ssa.cfg.kernel.by_id()[ssa_var.instruction].operator == "call.input":
+        return f"{var} is an argument that differs between lanes at the calls of this context"
     return _SOURCE_WORDS.get(kind, "{name} is a source of divergence").format(name=var)
 
 
@@ -427,6 +443,9 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
             instructions = result.ssa.cfg.kernel.by_id()
         instr = instructions[branch.instruction]
         kind = BraUniDivergent if instr.attrs.get("uniform_hint") else DivergentBranch
+        if result.calling_context is not None:
+            kind = BraUniDivergentInFunction if kind is BraUniDivergent \
+                else DivergentBranchInFunction
         condition = branch.condition or "?"
         why = explain(result, condition, chains) if branch.condition else ""
         ssa_var = result.ssa.variables.get(condition)

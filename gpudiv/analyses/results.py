@@ -56,6 +56,15 @@ class BranchResult:
 
 
 @dataclass
+class CallingContext:
+    """Which function a result is about and in which calling context (call summaries)."""
+
+    function: str
+    context: str
+    call_sites: list[tuple[str, int, int]]
+
+
+@dataclass
 class KernelResult:
     """Everything one analysis says about one kernel, plus timings and solver statistics."""
 
@@ -72,6 +81,9 @@ class KernelResult:
     relations: dict[str, list[tuple]] = field(default_factory=dict)
     # The block shape the claims assume (`.reqntid` or the user's); None: any shape.
     block: BlockShape | None = None
+    # A `.func` analysed in one calling context (call summaries), else None: the function,
+    # the context in words and the call sites that have it, as (caller, line, column).
+    calling_context: CallingContext | None = None
 
     def variable(self, name: str) -> VariableResult:
         """The result for one SSA variable."""

@@ -18,7 +18,9 @@ from gpudiv.cli.common import (
     _check_output,
     _write_output,
     add_block_option,
+    add_calls_option,
     block_option,
+    calls_option,
     one_line_errors,
     progress_display,
 )
@@ -62,6 +64,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise CommandError("error: --jobs must be 0 (one per CPU) or more")
     if args.kernel_timeout is not None and not 0 < args.kernel_timeout < 1e9:
         raise CommandError("error: --kernel-timeout must be a number of seconds above 0")
+    calls_option(args)
     cache = _corpus_cache(args.cache)
     paths = collect_inputs(args.files)
     progress = progress_display(len(paths))
@@ -107,7 +110,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                              on_started=started, lean=args.format != "html",
                              block=block_option(args),
                              on_progress=stage if progress is not None else None,
-                             cache=cache, kernel_timeout=args.kernel_timeout)
+                             cache=cache, kernel_timeout=args.kernel_timeout,
+                             calls=args.calls)
     finally:
         if progress is not None:
             progress.stop()
@@ -167,5 +171,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     analyze.add_argument("--output", "-o", help="write the report to this file")
     analyze.add_argument("--brief", action="store_true",
                          help="text: only the findings and the run summary")
+    add_calls_option(analyze)
     add_block_option(analyze)
     analyze.set_defaults(handler=cmd_analyze)

@@ -13,7 +13,9 @@ from gpudiv.cli.common import (
     EXIT_OK,
     EXIT_VIOLATION,
     add_block_option,
+    add_calls_option,
     block_option,
+    calls_option,
     check_numbers,
     print_diagnostics,
     progress_display,
@@ -24,8 +26,8 @@ if TYPE_CHECKING:
     from gpudiv import api
 
 
-def _analyze_files(paths: list[str], analysis: str, stage=None,
-                   block=None) -> tuple[list[api.FileAnalysis], bool]:
+def _analyze_files(paths: list[str], analysis: str, stage=None, block=None,
+                   calls: str = "inline") -> tuple[list[api.FileAnalysis], bool]:
     from gpudiv import api
     from gpudiv.lang.load import LoadError
 
@@ -33,7 +35,8 @@ def _analyze_files(paths: list[str], analysis: str, stage=None,
     for path in paths:
         try:
             result = api.analyze(path, analysis, block,
-                                 None if stage is None else functools.partial(stage, path))
+                                 None if stage is None else functools.partial(stage, path),
+                                 calls=calls)
         except LoadError as error:
             print(str(error), file=sys.stderr)
             failed = True
@@ -50,6 +53,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from gpudiv.report.documents import check_json, render_check
 
     check_numbers(args)
+    calls = calls_option(args)
     paths = collect_inputs(args.files)
     progress = progress_display(len(paths))
     task = progress.add_task("", total=None) if progress is not None else None
@@ -65,7 +69,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         files, failed = _analyze_files(paths, args.analysis,
                                        stage if progress is not None else None,
-                                       block_option(args))
+                                       block_option(args), calls)
         checked = [(f.path, api.check(f, seed=args.seed, reconvergence=args.reconvergence,
                                       max_steps=args.max_steps,
                                       on_progress=None if progress is None
@@ -112,5 +116,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "violated claim): nothing goes unchecked in CI")
     check.add_argument("--reconvergence", choices=RECONVERGENCE_MODES, default="auto",
                        help="as for run (PTX: sync and auto mean ipdom)")
+    add_calls_option(check)
     add_block_option(check)
     check.set_defaults(handler=cmd_check)

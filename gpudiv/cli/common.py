@@ -216,6 +216,23 @@ BLOCK_HELP = ("PTX: every launch has blocks of this shape (%%ntid.* are constant
               "X %% 32 == 0, %%tid.y/%%tid.z are warp-uniform); a kernel's .reqntid wins")
 
 
+def add_calls_option(parser: argparse.ArgumentParser) -> None:
+    """`--calls inline|summary` (analyze, check)."""
+    parser.add_argument("--calls", choices=("inline", "summary"), default="inline",
+                        help="calls to functions of the file: inlined at every call site "
+                             "(default), or summarised once per calling context (simple "
+                             "analysis only; PTX)")
+
+
+def calls_option(args: argparse.Namespace) -> str:
+    """The `--calls` mode; CommandError when the analysis has no call summaries."""
+    if args.calls == "summary" and args.analysis != "simple":
+        raise CommandError(f"error: --calls summary needs --analysis simple (call summaries "
+                           f"are implemented for the simple analysis only, not "
+                           f"{args.analysis})")
+    return args.calls
+
+
 def add_block_option(parser: argparse.ArgumentParser) -> None:
     """`--block X[xY[xZ]]` (analyze, check, compare)."""
     parser.add_argument("--block", metavar="X[xY[xZ]]", help=BLOCK_HELP)

@@ -160,9 +160,75 @@ def render_text(comparisons: list[KernelComparison], variants: list[str]) -> str
     return "\n".join(lines) + "\n"
 
 
+def calls_json(path: str, projections: list) -> list[dict]:
+    """`compare --calls`: per kernel, how call summaries compare with inlining."""
+    def difference(d) -> dict:
+        return {"variable": d.variable, "source": d.source, "line": d.line,
+                "frame": d.frame, "inlined": d.inlined, "summarised": d.summarised,
+                "why": d.why}
+
+    return [{"path": path, "name": p.kernel, "variables": len(p.inlined.variables),
+             "same": len(p.inlined.variables) - len(p.unmapped) - len(p.losses)
+             - len(p.gains), "losses": [difference(d) for d in p.losses],
+             "gains": [difference(d) for d in p.gains], "not_variables": p.unmapped,
+             "conflicts": p.conflicts} for p in projections]
+
+
+def render_calls_text(kernels: list[dict]) -> str:
+    """`compare --calls` as text: counts per kernel, then the differences grouped by why."""
+    lines = []
+    total = {"variables": 0, "same": 0, "losses": 0, "gains": 0, "not_variables": 0}
+    for k in kernels:
+        lines.append(f"{k['path']}: kernel {k['name']}: {count(k['variables'], 'variable')} "
+                     f"inlined: {k['same']} same class with call summaries, "
+                     f"{len(k['losses'])} less precise, {len(k['gains'])} more precise, "
+                     f"{len(k['not_variables'])} not variables with summaries")
+        for key in total:
+            total[key] += k[key] if isinstance(k[key], int) else len(k[key])
+        groups: dict[str, list[dict]] = {}
+        for d in k["losses"] + k["gains"]:
+            groups.setdefault(d["why"], []).append(d)
+        for why, found in groups.items():
+            shown = ", ".join(f"{d['variable']} ({d['inlined']} → {d['summarised']})"
+                              for d in found[:6])
+            more = f", … {len(found) - 6} more" if len(found) > 6 else ""
+            lines.append(f"  {len(found)}: {why}: {shown}{more}")
+    lines.append(f"total: {count(total['variables'], 'variable')}: {total['same']} same, "
+                 f"{total['losses']} less precise, {total['gains']} more precise, "
+                 f"{total['not_variables']} not variables with summaries")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_compare_calls(args: argparse.Namespace) -> int:
+    """`compare --calls`: call summaries against inlining (simple analysis)."""
+    from gpudiv import api
+
+    kernels: list[dict] = []
+    failed = False
+    for path in args.files:
+        analysed, projections = api.compare_calls(path)
+        for diagnostic in analysed.diagnostics:
+            print(str(diagnostic), file=sys.stderr)
+        failed = failed or bool(analysed.errors)
+        kernels += calls_json(path, projections)
+    if args.format == "json":
+        json.dump({"tool": "gpudiv", "version": __version__, "kernels": kernels},
+                  sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_calls_text(kernels))
+    return EXIT_OK if kernels and not failed else EXIT_ERROR
+
+
 @one_line_errors
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare analysis variants on files."""
+    if args.calls:
+        if args.analysis not in (None, ["simple"]) or args.rules or args.block:
+            raise CommandError("error: --calls compares call summaries with inlining for "
+                               "the simple analysis; it takes no --analysis (but simple), "
+                               "--rules or --block")
+        return cmd_compare_calls(args)
     drivers = variants_of(args.analysis, args.rules, block_option(args), rule_budget(args),
                           not args.no_scripts)
     comparisons, diagnostics = compare_files(args.files, drivers)
@@ -191,6 +257,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a variant: affine2 with this rule file added (repeat)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format")
+    parser.add_argument("--calls", action="store_true",
+                        help="compare call summaries (analyze --calls summary) with "
+                             "inlining: the variables of each inlined kernel whose class "
+                             "differs, and why (simple analysis, PTX)")
     add_block_option(parser)
     add_rule_file_options(parser)
     parser.set_defaults(handler=cmd_compare)

@@ -69,25 +69,31 @@ class FileOutcome:
 def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False,
                  block: BlockShape | None = None,
                  on_progress: Callable[[str, int, int], None] | None = None,
-                 kernel_timeout: float | None = None) -> FileOutcome:
+                 kernel_timeout: float | None = None, calls: str = "inline") -> FileOutcome:
     """Analyse one file; never raises (a problem becomes the outcome's failure).
 
     `lean`: drop the SSA forms and solved relations once the findings are computed
     (`FileAnalysis.lean`), which makes the outcome several times cheaper to send back
     from a worker process; reports other than HTML need nothing more. `kernel_timeout`:
-    seconds each kernel may take (`api.analyze`).
+    seconds each kernel may take, `calls` how calls are analysed (`api.analyze`).
     """
-    return analyze_part(path, analysis, lean, block, 0, 1, on_progress, kernel_timeout)
+    return analyze_part(path, analysis, lean, block, 0, 1, on_progress, kernel_timeout,
+                        calls)
 
 
 def analyze_part(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False,
                  block: BlockShape | None = None, part: int = 0, parts: int = 1,
                  on_progress: Callable[[str, int, int], None] | None = None,
-                 kernel_timeout: float | None = None) -> FileOutcome:
+                 kernel_timeout: float | None = None, calls: str = "inline") -> FileOutcome:
     """Analyse the `part`-th of `parts` runs of consecutive kernels of a file
-    (`kernel_parts`); the diagnostics of reading the file go with part 0. Never raises."""
+    (`kernel_parts`); the diagnostics of reading the file go with part 0. Never raises.
+    With call summaries (`calls="summary"`) a file is one part: its functions serve all
+    its kernels."""
     start = time.perf_counter()
     try:
+        if calls == "summary":
+            result = analyze(path, analysis, block, on_progress, kernel_timeout, calls)
+            return _outcome(path, result.lean() if lean else result, start)
         if on_progress is not None:
             on_progress("reading", 0, 0)
         program = load(path)
@@ -96,7 +102,7 @@ def analyze_part(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False
             program = replace(program, kernels=[program.kernels[i] for i in chosen],
                               diagnostics=program.diagnostics if part == 0 else [])
         result = analyze(program, analysis, block, on_progress, kernel_timeout)
-    except LoadError as error:
+    except (LoadError, ValueError) as error:
         return FileOutcome(path, None, str(error), time.perf_counter() - start)
     except RecursionError:
         return FileOutcome(path, None, f"{path}: error: input nested too deeply",
@@ -106,6 +112,10 @@ def analyze_part(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False
                            f"{error}", time.perf_counter() - start)
     if lean:
         result = result.lean()
+    return _outcome(path, result, start)
+
+
+def _outcome(path: str, result: FileAnalysis, start: float) -> FileOutcome:
     return FileOutcome(path, result, _failure(result), time.perf_counter() - start)
 
 
@@ -185,17 +195,17 @@ _KERNEL_HEADS = {"ptx": re.compile(rb"\.entry\s"),
                  "musimd": re.compile(rb"^[ \t]*kernel\s", re.M)}
 
 
-def plan_tasks(paths: list[str], jobs: int) -> list[Task]:
+def plan_tasks(paths: list[str], jobs: int, split: bool = True) -> list[Task]:
     """The tasks of a parallel run, largest first: one per file, except that a file larger
     than a fair share of all the bytes (total / jobs) is cut into runs of its kernels,
     about one per share it holds, so that one big file does not keep one worker busy
-    while the others wait."""
+    while the others wait (unless `split` is false)."""
     sizes = {p: _size(p) for p in paths}
     share = sum(sizes.values()) / max(jobs, 1)
     tasks: list[tuple[float, Task]] = []
     for path in paths:
         parts = 1
-        if jobs > 1 and share and sizes[path] > share:
+        if split and jobs > 1 and share and sizes[path] > share:
             parts = min(jobs, _kernel_estimate(path), max(2, round(sizes[path] / share)))
         tasks += [(sizes[path] / parts, (path, part, parts)) for part in range(parts)]
     tasks.sort(key=lambda t: -t[0])
@@ -218,7 +228,7 @@ def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int
                    lean: bool = False, block: BlockShape | None = None,
                    on_progress: Callable[[str, str, int, int], None] | None = None,
                    cache: CorpusCache | None = None,
-                   kernel_timeout: float | None = None) -> CorpusRun:
+                   kernel_timeout: float | None = None, calls: str = "inline") -> CorpusRun:
     """Analyse every path (files, as `collect_inputs` gives them) with `jobs` processes.
 
     `on_done` is called with each outcome as it completes (in completion order);
@@ -229,10 +239,11 @@ def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int
     (`api.analyze`), when the files are analysed in this process (one job). `cache`:
     outcomes found there are not analysed again, new ones are stored
     (`gpudiv.report.corpus_cache`). `kernel_timeout`: seconds each kernel may take.
+    `calls`: "inline" or "summary" (`api.analyze`).
     """
     start = time.perf_counter()
     outcomes: dict[str, FileOutcome] = {}
-    keys = {p: cache.key(p, analysis, block, lean) for p in paths} if cache else {}
+    keys = {p: cache.key(p, analysis, block, lean, calls) for p in paths} if cache else {}
     found = {p: hit for p in paths if cache and (hit := _from_cache(cache, keys[p]))}
     todo = [p for p in paths if p not in found]
 
@@ -243,7 +254,8 @@ def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int
         if on_done:
             on_done(outcome)
 
-    tasks = plan_tasks(todo, job_count(jobs)) if job_count(jobs) > 1 else []
+    tasks = (plan_tasks(todo, job_count(jobs), split=calls == "inline")
+             if job_count(jobs) > 1 else [])
     jobs = min(job_count(jobs), max(len(tasks), 1))
     if jobs == 1:
         if on_started:
@@ -254,10 +266,11 @@ def analyze_corpus(paths: list[str], analysis: str = DEFAULT_ANALYSIS, jobs: int
                 continue
             stages = (None if on_progress is None else
                       lambda stage, done, total, path=path: on_progress(path, stage, done, total))
-            finished(analyze_file(path, analysis, lean, block, stages, kernel_timeout))
+            finished(analyze_file(path, analysis, lean, block, stages, kernel_timeout,
+                                  calls))
     else:
         _parallel(tasks, analysis, jobs, finished, on_started, lean, block, kernel_timeout,
-                  [found[p] for p in paths if p in found])
+                  [found[p] for p in paths if p in found], calls)
     return CorpusRun([outcomes[p] for p in paths], jobs, time.perf_counter() - start)
 
 
@@ -273,7 +286,7 @@ def _parallel(tasks: list[Task], analysis: str, jobs: int,
               finished: Callable[[FileOutcome], None],
               on_started: Callable[[], None] | None, lean: bool,
               block: BlockShape | None, kernel_timeout: float | None,
-              found: list[FileOutcome]) -> None:
+              found: list[FileOutcome], calls: str = "inline") -> None:
     # imported here: 15 ms of start-up that a one-job run does not need
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -286,7 +299,7 @@ def _parallel(tasks: list[Task], analysis: str, jobs: int,
         # Largest tasks first: a big one started last would leave the other workers idle.
         futures: dict[Future, Task] = {
             pool.submit(analyze_part, path, analysis, lean, block, part, parts, None,
-                        kernel_timeout): (path, part, parts)
+                        kernel_timeout, calls): (path, part, parts)
             for path, part, parts in tasks}
         if on_started:
             on_started()
@@ -318,16 +331,17 @@ def _size(path: str) -> int:
 
 def analyze_paths(paths: list[str | Path], analysis: str = DEFAULT_ANALYSIS,
                   jobs: int = 1, block: BlockShape | str | tuple[int, ...] | None = None,
-                  cache: str | Path | None = None, kernel_timeout: float | None = None
-                  ) -> tuple[CorpusRun, CorpusSummary]:
+                  cache: str | Path | None = None, kernel_timeout: float | None = None,
+                  calls: str = "inline") -> tuple[CorpusRun, CorpusSummary]:
     """Files and folders → the run and its summary (the API of `gpudiv analyze DIR…`);
-    `cache`: a folder of stored outcomes (`--cache`), `kernel_timeout` seconds per kernel."""
+    `cache`: a folder of stored outcomes (`--cache`), `kernel_timeout` seconds per kernel,
+    `calls`: "inline" or "summary" (`api.analyze`)."""
     from gpudiv.report.corpus_cache import CorpusCache
 
     files = collect_inputs(paths)
     run = analyze_corpus(files, analysis, jobs, block=as_shape(block),
                          cache=CorpusCache(cache) if cache is not None else None,
-                         kernel_timeout=kernel_timeout)
+                         kernel_timeout=kernel_timeout, calls=calls)
     return run, summarize(run.files, run.failures, len(files), run.jobs, run.wall_s,
                           run.cached)
 

@@ -66,8 +66,8 @@ class CorpusCache:
         self.hits = 0
         self.stored = 0
 
-    def key(self, path: str, analysis: str, block: BlockShape | None, lean: bool
-            ) -> str | None:
+    def key(self, path: str, analysis: str, block: BlockShape | None, lean: bool,
+            calls: str = "inline") -> str | None:
         """The key of a file's outcome, or None when the file cannot be read (no entry)."""
         try:
             data = Path(path).read_bytes()
@@ -75,7 +75,7 @@ class CorpusCache:
             return None
         digest = hashlib.sha256(code_fingerprint().encode())
         for part in (path.encode(), analysis.encode(), repr(block).encode(),
-                     b"lean" if lean else b"full", _rules_text(analysis)):
+                     b"lean" if lean else b"full", calls.encode(), _rules_text(analysis)):
             digest.update(len(part).to_bytes(8, "big") + part)
         digest.update(hashlib.sha256(data).digest())
         return digest.hexdigest()

@@ -51,11 +51,18 @@ def kernel_json(result: KernelResult, path: str = "") -> dict:
                                      strict=True)]
     timing = {key: _round(result.timing_ms.get(key, 0.0))
               for key in ("parse", "ssa", "facts", "ground", "solve")}
-    return {"name": result.name, "analysis": result.analysis,
-            "instructions": result.instructions, "blocks": result.blocks,
-            "variables": variables, "branches": branches, "summary": result.summary,
-            "timing_ms": timing, "solver": dict(result.stats),
-            "block": list(result.block.dims) if result.block else None}
+    document = {"name": result.name, "analysis": result.analysis,
+                "instructions": result.instructions, "blocks": result.blocks,
+                "variables": variables, "branches": branches, "summary": result.summary,
+                "timing_ms": timing, "solver": dict(result.stats),
+                "block": list(result.block.dims) if result.block else None}
+    if result.calling_context is not None:  # call summaries: a function in one context
+        context = result.calling_context
+        document["calling_context"] = {
+            "function": context.function, "context": context.context,
+            "call_sites": [{"caller": caller, "line": line, "column": column}
+                           for caller, line, column in context.call_sites]}
+    return document
 
 
 def findings_by_kernel(analysed: FileAnalysis) -> dict[str, list[Finding]]:
@@ -139,9 +146,15 @@ def _class_style(klass: str) -> str | None:
 
 def render_kernel(console: Console, path: str, result: KernelResult) -> None:
     """Variables, branches and a summary line for one kernel."""
-    console.print(f"{path}: kernel {result.name} ({count(result.instructions, 'instruction')}, "
+    what = "kernel" if result.calling_context is None else "function"
+    console.print(f"{path}: {what} {result.name} ({count(result.instructions, 'instruction')}, "
                   f"{count(result.blocks, 'block')}, analysis {result.analysis})",
                   markup=False, highlight=False)
+    if result.calling_context is not None:
+        sites = result.calling_context.call_sites
+        shown = ", ".join(f"{caller} line {line}" for caller, line, _ in sites[:4])
+        more = f" and {len(sites) - 4} more" if len(sites) > 4 else ""
+        console.print(f"  called from {shown}{more}", markup=False, highlight=False)
     rows = []
     for var in sorted(result.variables, key=lambda v: (v.line, v.name)):
         klass = var.klass if var.value is None else f"{var.klass} = {var.value}"
