@@ -17,7 +17,7 @@ import time
 from gpudiv import ir
 from gpudiv.lang.ptx.flatten import _Unit
 from gpudiv.lang.ptx.forms import PInstr
-from gpudiv.lang.ptx.lower import CallSummary, SummaryOutput, Slot  # noqa: F401
+from gpudiv.lang.ptx.lower import CallSummary, Slot, SummaryOutput  # noqa: F401
 from gpudiv.lang.ptx.parse import _gc_paused, _Reader
 
 

@@ -1,0 +1,85 @@
+"""The `--calls` option of `analyze` and `check` and `compare --calls` (call summaries:
+gpudiv/cli/common.py, analyze.py, check.py, compare.py; issue 16, item 1)."""
+
+import json
+from pathlib import Path
+
+from gpudiv.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+MANY_CALLS = str(SAMPLES / "cuda" / "many_calls.G.ptx")
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_analyze_with_summaries_reports_kernels_then_functions_per_context(capsys):
+    code, out, _ = run_cli(capsys, "analyze", "--analysis", "simple", "--calls", "summary",
+                           MANY_CALLS)
+    assert code == 0
+    assert ": kernel calls_uniform (" in out
+    assert ": function _Z3mixii(divergent: _Z3mixii_param_0) (" in out
+    assert "  called from calls_mixed line " in out
+    assert "in function _Z11gcd_boundedii(divergent: _Z11gcd_boundedii_param_0)" in out
+
+
+def test_analyze_json_has_the_calling_context_of_each_function(capsys):
+    code, out, _ = run_cli(capsys, "analyze", "--analysis", "simple", "--calls", "summary",
+                           "--format", "json", MANY_CALLS)
+    kernels = json.loads(out)["inputs"][0]["kernels"]
+    assert code == 0 and [k["name"] for k in kernels[:3]] == [
+        "calls_uniform", "calls_divergent", "calls_mixed"]
+    assert all("calling_context" not in k for k in kernels[:3])
+    tr = [k for k in kernels if k.get("calling_context", {}).get("function") == "_Z3trii"]
+    assert {k["calling_context"]["context"] for k in tr} == {
+        "uniform inputs", "divergent: _Z3trii_param_0"}
+    sites = [s for k in tr for s in k["calling_context"]["call_sites"]]
+    assert {s["caller"] for s in sites} == {"calls_uniform", "calls_divergent", "calls_mixed"}
+
+
+def test_summaries_need_the_simple_analysis(capsys):
+    """A one-line error, exit 2, for an analysis without call summaries."""
+    for command in ("analyze", "check"):
+        code, out, err = run_cli(capsys, command, "--calls", "summary", MANY_CALLS)
+        assert code == 2 and not out
+        assert err.strip().splitlines() == [
+            "error: --calls summary needs --analysis simple (call summaries are implemented "
+            "for the simple analysis only, not affine2)"]
+
+
+def test_check_with_summaries_runs_the_inlined_kernels(capsys):
+    code, out, _ = run_cli(capsys, "check", "--analysis", "simple", "--calls", "summary",
+                           MANY_CALLS)
+    assert code == 0
+    assert "kernel calls_mixed: ok: 5 runs" in out
+    assert out.rstrip().endswith("0 violations")
+
+
+def test_compare_calls_lists_every_difference_with_why(capsys):
+    code, out, _ = run_cli(capsys, "compare", "--calls", MANY_CALLS)
+    assert code == 0
+    assert ("kernel calls_uniform: 455 variables inlined: 443 same class with call "
+            "summaries, 12 less precise, 0 more precise, 0 not variables with summaries") in out
+    assert "12: a literal argument is a uniform input of the function analysed on its own, " \
+        "not a constant: _Z6clampiiii_param_1@1#1 (constant 0 → uniform)" in out
+    code, out, _ = run_cli(capsys, "compare", "--calls", "--format", "json", MANY_CALLS)
+    kernels = json.loads(out)["kernels"]
+    assert [len(k["losses"]) for k in kernels] == [12, 8, 14]
+    assert all(d["inlined"].startswith("constant") and d["summarised"] == "uniform"
+               for k in kernels for d in k["losses"])
+
+
+def test_compare_calls_takes_no_other_variants(capsys):
+    code, _, err = run_cli(capsys, "compare", "--calls", "--analysis", "affine", MANY_CALLS)
+    assert code == 2 and err.startswith("error: --calls compares call summaries")
+
+
+def test_a_musimd_file_has_no_calls_and_is_analysed_as_usual(capsys):
+    path = str(SAMPLES / "musimd" / "sumTriangle.musimd")
+    plain = run_cli(capsys, "analyze", "--analysis", "simple", path)
+    summarised = run_cli(capsys, "analyze", "--analysis", "simple", "--calls", "summary", path)
+    assert summarised == plain
