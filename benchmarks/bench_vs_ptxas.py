@@ -26,6 +26,10 @@ as `pip install` does for a regular install): an editable install run with
     python benchmarks/bench_vs_ptxas.py                          # every CUDA sample, 3 repeats
     python benchmarks/bench_vs_ptxas.py --analyses simple --repeat 1 samples/cuda/scan.G.ptx
     python benchmarks/bench_vs_ptxas.py --mode corpus --json
+    python benchmarks/bench_vs_ptxas.py --analyses simple simple+summary affine2
+
+An analysis named `A+summary` is analysis A with call summaries (`--calls summary`: each
+device function analysed once per calling context instead of inlined at every call).
 """
 
 from __future__ import annotations
@@ -55,9 +59,11 @@ WARM_DRIVER = """
 import json, os, statistics, sys, time
 from gpudiv.cli.main import main
 analysis, repeat, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+name, _, calls = analysis.partition("+")
+options = ["--analysis", name, "--calls", calls or "inline"]
 def once(path):
     start = time.process_time()
-    main(["analyze", "--analysis", analysis, path, "--format", "json", "-o", os.devnull])
+    main(["analyze", *options, path, "--format", "json", "-o", os.devnull])
     return time.process_time() - start
 once(files[0])
 print(json.dumps({f: statistics.median(once(f) for _ in range(repeat)) for f in files}))
@@ -92,9 +98,11 @@ def gpudiv_command() -> list[str]:
 
 
 def analyze_command(analysis: str, files: list[str]) -> list[str]:
-    """`gpudiv analyze` with one analysis on `files`, the JSON report thrown away."""
-    return [*gpudiv_command(), "analyze", "--analysis", analysis, *files,
-            "--format", "json", "-o", os.devnull]
+    """`gpudiv analyze` with one analysis on `files`, the JSON report thrown away
+    (`simple+summary`: the simple analysis with call summaries, `--calls summary`)."""
+    name, _, calls = analysis.partition("+")
+    return [*gpudiv_command(), "analyze", "--analysis", name, "--calls", calls or "inline",
+            *files, "--format", "json", "-o", os.devnull]
 
 
 def compile_gpudiv() -> None:

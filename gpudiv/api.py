@@ -127,7 +127,8 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
     return result
 
 
-def analyze_with_summaries(source: str | Path | ir.Program, analysis: str = "simple",
+def analyze_with_summaries(source: str | Path | ir.Program,
+                           analysis: str = DEFAULT_ANALYSIS,
                            block: BlockShape | str | tuple[int, ...] | None = None,
                            on_progress: Callable[[str, int, int], None] | None = None,
                            kernel_timeout: float | None = None) -> FileAnalysis:
@@ -135,15 +136,12 @@ def analyze_with_summaries(source: str | Path | ir.Program, analysis: str = "sim
     `.func` once per calling context instead of once per call site. The result lists the
     kernels (their calls as summaries), then each function in each calling context that
     occurs (`KernelResult.calling_context`); `FileAnalysis.calls` keeps the summaries.
-    Only the simple analysis has summaries (ValueError otherwise); a μ-SIMD file has no
-    calls and is analysed as `analyze` does. A parsed Program cannot be given: the
-    summaries lower the PTX text function by function."""
+    A μ-SIMD file has no calls and is analysed as `analyze` does. A parsed Program cannot
+    be given: the summaries lower the PTX text function by function."""
     from gpudiv.analyses.call_summaries import analyze_calls
     from gpudiv.lang.ptx.functions import FunctionReader
 
-    if analysis != "simple":
-        raise ValueError(f"call summaries are implemented for the simple analysis only, "
-                         f"not '{analysis}' (use --analysis simple, or --calls inline)")
+    get_analysis(analysis)  # ValueError for an unknown name
     if isinstance(source, ir.Program):
         raise ValueError("call summaries read a PTX file: give its path, not a parsed program")
     path = Path(source)
@@ -152,7 +150,7 @@ def analyze_with_summaries(source: str | Path | ir.Program, analysis: str = "sim
     if on_progress is not None:
         on_progress("reading", 0, 0)
     reader = FunctionReader(read_source(path), str(path))
-    calls = analyze_calls(reader, as_shape(block), kernel_timeout)
+    calls = analyze_calls(reader, analysis, as_shape(block), kernel_timeout)
     results = calls.kernels + [found.result for found in calls.functions]
     result = FileAnalysis(str(path), "ptx", results, list(calls.diagnostics),
                           {k.name: calls.timing_ms["parse"] / max(len(calls.kernels), 1)
@@ -167,13 +165,14 @@ def analyze_with_summaries(source: str | Path | ir.Program, analysis: str = "sim
     return result
 
 
-def compare_calls(source: str | Path) -> tuple[FileAnalysis, list[Projection]]:
-    """Call summaries against inlining on one PTX file, for the simple analysis: for each
-    kernel, the summaries' claims carried onto its inlined form and every variable whose
-    class differs, with why (`gpudiv.verify.call_projection`)."""
+def compare_calls(source: str | Path, analysis: str = DEFAULT_ANALYSIS
+                  ) -> tuple[FileAnalysis, list[Projection]]:
+    """Call summaries against inlining on one PTX file: for each kernel, the summaries'
+    claims carried onto its inlined form and every variable whose class differs from
+    the same analysis of that form, with why (`gpudiv.verify.call_projection`)."""
     from gpudiv.verify.call_projection import project
 
-    analysed = analyze_with_summaries(source)
+    analysed = analyze_with_summaries(source, analysis)
     if analysed.calls is None:
         return analysed, []
     return analysed, [project(analysed.calls, k.name) for k in analysed.calls.kernels]

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpudiv import ir
+from gpudiv.analyses import get_analysis
 from gpudiv.analyses.driver import Analysis
 from gpudiv.analyses.launch_shape import BlockShape
 from gpudiv.analyses.results import CallingContext, KernelResult
-from gpudiv.analyses.simple import analysis as simple_analysis
 from gpudiv.analyses.solve import RuleError, SolveResult, shipped_rule
 from gpudiv.ir.ssa import SSAForm
 from gpudiv.lang.ptx.functions import CallSummary, FunctionReader, Slot, SummaryOutput
@@ -91,9 +91,10 @@ class FunctionContext:
 
 @dataclass
 class CallsAnalysis:
-    """The simple analysis of a PTX file with call summaries."""
+    """An analysis of a PTX file with call summaries."""
 
     path: str
+    analysis: str
     kernels: list[KernelResult]
     functions: list[FunctionContext]
     summaries: dict[str, CallSummary]
@@ -174,11 +175,23 @@ def summarise(reader: FunctionReader
     return summaries, lowered
 
 
+def nonuniform(result: KernelResult) -> set[str]:
+    """The SSA variables an analysis does not claim uniform (affine ones included), the
+    special registers not known uniform and undefined values among them."""
+    found = {v.name for v in result.variables if not v.uniform}
+    listed = {v.name for v in result.variables}
+    specials = result.ssa.cfg.kernel.specials
+    found |= {name for name, var in result.ssa.variables.items() if name not in listed
+              and not (var.kind == "special" and specials.get(name) == "uniform")}
+    return found
+
+
 def call_contexts(result: KernelResult, summaries: dict[str, CallSummary]
                   ) -> list[tuple[str, Context, int, int]]:
     """Each summarised call site of an analysed kernel or function: (callee, the callee's
-    inputs whose arguments are divergent here, line, column)."""
-    divergent = {atom[0] for atom in result.relations.get("divergent", ())}
+    inputs whose arguments are not uniform here (affine ones included: a summary takes an
+    argument as uniform or divergent), line, column)."""
+    divergent = nonuniform(result)
     kernel = result.ssa.cfg.kernel
     instructions = kernel.instructions()
     local = local_registers(instructions, kernel.attrs.get("local_inputs", frozenset()))
@@ -202,25 +215,43 @@ def call_contexts(result: KernelResult, summaries: dict[str, CallSummary]
 
 def _in_context(kernel: ir.Kernel, context: Context) -> ir.Kernel:
     """A function's kernel in a calling context: its divergent inputs are sources of
-    divergence, and loads through its `.local` pointer inputs are thread-private."""
+    divergence (`divergent_inputs`: the facts say so), and what it reads through its
+    `.local` pointer inputs is thread-private: such a load is a `.local` load, such a
+    summarised call's result an opaque `call`."""
+    local = frozenset(_slot_name(s) for s in context.local)
     variant = copy.copy(kernel)
     variant.attrs = {**kernel.attrs,
                      "divergent_inputs": frozenset(_slot_name(s) for s in context.divergent),
-                     "local_inputs": frozenset(_slot_name(s) for s in context.local)}
+                     "local_inputs": local}
+    if not local:
+        return variant
+    variant.blocks = [replace(block, instructions=[
+        _thread_private(i) if local.intersection(i.attrs.get("via_inputs", ())) else i
+        for i in block.instructions]) for block in kernel.blocks]
     return variant
 
 
-def analyze_calls(reader: FunctionReader, block: BlockShape | None = None,
+def _thread_private(instr: ir.Instruction) -> ir.Instruction:
+    """An instruction that reads the caller's stack frame, as it reads it."""
+    if instr.kind == ir.LOAD:
+        return replace(instr, space="local", attrs={**instr.attrs, "generic": True})
+    if instr.kind == ir.ASSIGN:
+        return replace(instr, kind=ir.OPAQUE, operator="call")
+    return instr  # a store writes it (an escape of the caller's frame); an atomic is a source
+
+
+def analyze_calls(reader: FunctionReader, analysis: str = "simple",
+                  block: BlockShape | None = None,
                   kernel_timeout: float | None = None) -> CallsAnalysis:
-    """The simple analysis of every kernel of a PTX file with call summaries (for
-    launches with `block`, as `Analysis.run` takes it), and of every function in every
-    calling context that occurs. A kernel the rules fail on (or that overruns
-    `kernel_timeout` seconds) is left out with an error diagnostic."""
+    """An analysis (`simple`, `affine`, `affine2`) of every kernel of a PTX file with
+    call summaries (for launches with `block`, as `Analysis.run` takes it), and of every
+    function in every calling context that occurs. A kernel the rules fail on (or that
+    overruns `kernel_timeout` seconds) is left out with an error diagnostic."""
     timing: dict[str, float] = {"parse": reader.parse_ms}
     start = time.perf_counter()
     summaries, lowered = summarise(reader)
     timing["summaries"] = (time.perf_counter() - start) * 1000
-    driver = simple_analysis()
+    driver = get_analysis(analysis)
     diagnostics = list(reader.diagnostics)
     start = time.perf_counter()
     entries = [k for k in (reader.lower(e, summaries) for e in reader.entries)
@@ -264,5 +295,5 @@ def analyze_calls(reader: FunctionReader, block: BlockShape | None = None,
             pending.append((result, found.label))
     timing["contexts"] = (time.perf_counter() - start) * 1000
     functions = sorted(contexts.values(), key=lambda c: (c.function, str(c.context)))
-    return CallsAnalysis(reader.path, kernels, functions, summaries, diagnostics, timing,
-                         reader)
+    return CallsAnalysis(reader.path, analysis, kernels, functions, summaries, diagnostics,
+                         timing, reader)

@@ -131,8 +131,6 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     # A `.func` analysed on its own (call summaries): the inputs that differ between lanes
     # in the calling context analysed (none: only what the body itself makes differ).
     divergent_inputs = kernel.attrs.get("divergent_inputs", frozenset())
-    # ... and the pointer inputs that point into the caller's thread-private stack frame.
-    local_inputs = kernel.attrs.get("local_inputs", frozenset())
     inputs = {instrs[n].dest: name for n, name in ssa.defs.items()
               if name is not None and instrs[n].operator == "call.input"
               } if "call_return" in kernel.attrs else {}
@@ -192,14 +190,12 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
         why = _source_kind(var.kind, instr.space if instr else None, special_class)
         if instr is not None and instr.operator == "call.input":
             add(f"call_input({name})")
-            if instr.dest in divergent_inputs:
-                why = "input"
-        if instr is not None and instr.attrs.get("thread_private"):
-            why = "local_load"  # a summarised call reading the caller's stack frame
+            # an input is what the calling context says: divergent, or a uniform input
+            why = "input" if instr.dest in divergent_inputs else None
+            if why is None:
+                add(f"uniform_input({name})")
         for pointer in instr.attrs.get("via_inputs", ()) if instr is not None else ():
             add(f"local_via({name},{q(inputs[pointer])})")
-            if pointer in local_inputs:
-                why = "local_load"
         if why is not None:
             add(f"source({name},{quote(why)})")
         if var.kind == "param" or (var.kind == "special" and special_class == "uniform"):

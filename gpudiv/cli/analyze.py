@@ -20,7 +20,6 @@ from gpudiv.cli.common import (
     add_block_option,
     add_calls_option,
     block_option,
-    calls_option,
     one_line_errors,
     progress_display,
 )
@@ -64,7 +63,6 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise CommandError("error: --jobs must be 0 (one per CPU) or more")
     if args.kernel_timeout is not None and not 0 < args.kernel_timeout < 1e9:
         raise CommandError("error: --kernel-timeout must be a number of seconds above 0")
-    calls_option(args)
     cache = _corpus_cache(args.cache)
     paths = collect_inputs(args.files)
     progress = progress_display(len(paths))

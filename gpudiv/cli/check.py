@@ -15,7 +15,6 @@ from gpudiv.cli.common import (
     add_block_option,
     add_calls_option,
     block_option,
-    calls_option,
     check_numbers,
     print_diagnostics,
     progress_display,
@@ -53,7 +52,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from gpudiv.report.documents import check_json, render_check
 
     check_numbers(args)
-    calls = calls_option(args)
+    calls = args.calls
     paths = collect_inputs(args.files)
     progress = progress_display(len(paths))
     task = progress.add_task("", total=None) if progress is not None else None

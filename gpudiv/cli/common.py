@@ -219,18 +219,10 @@ BLOCK_HELP = ("PTX: every launch has blocks of this shape (%%ntid.* are constant
 def add_calls_option(parser: argparse.ArgumentParser) -> None:
     """`--calls inline|summary` (analyze, check)."""
     parser.add_argument("--calls", choices=("inline", "summary"), default="inline",
-                        help="calls to functions of the file: inlined at every call site "
-                             "(default), or summarised once per calling context (simple "
-                             "analysis only; PTX)")
-
-
-def calls_option(args: argparse.Namespace) -> str:
-    """The `--calls` mode; CommandError when the analysis has no call summaries."""
-    if args.calls == "summary" and args.analysis != "simple":
-        raise CommandError(f"error: --calls summary needs --analysis simple (call summaries "
-                           f"are implemented for the simple analysis only, not "
-                           f"{args.analysis})")
-    return args.calls
+                        help="calls to device functions of a PTX file: inlined at every "
+                             "call site (default), or each function analysed once per "
+                             "calling context (faster on code with many calls; `compare "
+                             "--calls` lists what it loses)")
 
 
 def add_block_option(parser: argparse.ArgumentParser) -> None:

@@ -200,13 +200,15 @@ def render_calls_text(kernels: list[dict]) -> str:
 
 
 def cmd_compare_calls(args: argparse.Namespace) -> int:
-    """`compare --calls`: call summaries against inlining (simple analysis)."""
+    """`compare --calls`: call summaries against inlining, for one analysis."""
     from gpudiv import api
+    from gpudiv.analyses import DEFAULT_ANALYSIS
 
+    analysis = args.analysis[0] if args.analysis else DEFAULT_ANALYSIS
     kernels: list[dict] = []
     failed = False
     for path in args.files:
-        analysed, projections = api.compare_calls(path)
+        analysed, projections = api.compare_calls(path, analysis)
         for diagnostic in analysed.diagnostics:
             print(str(diagnostic), file=sys.stderr)
         failed = failed or bool(analysed.errors)
@@ -224,10 +226,9 @@ def cmd_compare_calls(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Compare analysis variants on files."""
     if args.calls:
-        if args.analysis not in (None, ["simple"]) or args.rules or args.block:
+        if len(args.analysis or ()) > 1 or args.rules or args.block:
             raise CommandError("error: --calls compares call summaries with inlining for "
-                               "the simple analysis; it takes no --analysis (but simple), "
-                               "--rules or --block")
+                               "one analysis: at most one --analysis, no --rules or --block")
         return cmd_compare_calls(args)
     drivers = variants_of(args.analysis, args.rules, block_option(args), rule_budget(args),
                           not args.no_scripts)
@@ -260,7 +261,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--calls", action="store_true",
                         help="compare call summaries (analyze --calls summary) with "
                              "inlining: the variables of each inlined kernel whose class "
-                             "differs, and why (simple analysis, PTX)")
+                             "differs, and why (one --analysis, default affine2; PTX)")
     add_block_option(parser)
     add_rule_file_options(parser)
     parser.set_defaults(handler=cmd_compare)

@@ -18,8 +18,8 @@ so to check the summaries on it, each claim is carried over to every inlined cop
   register name.
 
 The projection is a `KernelResult` of the inlined kernel's own SSA form, so the oracle
-checks it as it checks any analysis, and it can be compared variable by variable with
-the simple analysis of the inlined kernel.
+checks it as it checks any analysis (affine claims too), and it can be compared variable
+by variable with the same analysis of the inlined kernel.
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ from dataclasses import dataclass, field, replace
 from gpudiv import ir
 from gpudiv.analyses.call_summaries import CallsAnalysis, call_contexts
 from gpudiv.analyses.results import BranchResult, KernelResult, VariableResult
-from gpudiv.analyses.simple import analysis as simple_analysis
+from gpudiv.analyses import get_analysis
 
-# The weakest claim first: what a variable gets when its reads disagree.
-_STRENGTH = {"divergent": 0, "uniform": 1, "constant": 2}
+# How much a class says (a variable whose reads disagree gets the weaker claim): uniform
+# and constaffine say as much, differently.
+_STRENGTH = {"divergent": 0, "affine": 1, "constaffine": 2, "uniform": 2, "constant": 3}
+NO_CLAIM = ("divergent", None, None)
 
-# A claim on an SSA variable: ("divergent" | "uniform" | "constant", the constant).
-Claim = tuple[str, int | None]
+# A claim on an SSA variable: its class, its constant, its affine coefficients.
+Claim = tuple[str, int | None, tuple | None]
 
 
 @dataclass
@@ -85,18 +87,11 @@ def _frames(kernel: ir.Kernel) -> dict[int, str]:
 
 
 def _claims_of(result: KernelResult) -> dict[str, Claim]:
-    """The claim the analysis makes on each SSA variable it lists or reads."""
-    divergent = {atom[0] for atom in result.relations.get("divergent", ())}
-    constants = dict(result.relations.get("constant", ()))
-    claims: dict[str, Claim] = {}
-    for name in result.ssa.variables:
-        if name in divergent:
-            claims[name] = ("divergent", None)
-        elif name in constants:
-            claims[name] = ("constant", constants[name])
-        else:
-            claims[name] = ("uniform", None)
-    return claims
+    """The claim the analysis makes on each variable it lists (special registers and
+    undefined values are not listed: the oracle has its own claims on specials). A
+    divergent variable's partly known coefficients are no claim."""
+    return {v.name: NO_CLAIM if v.klass == "divergent" else (v.klass, v.value, v.affine)
+            for v in result.variables}
 
 
 def _unsuffixed(name: str, suffix: str) -> str:
@@ -157,9 +152,9 @@ class _Projector:
             self.claims[name] = claim
         elif known != claim:
             self.conflicts.add(name)
-            self.claims[name] = min(known, claim, key=lambda c: _STRENGTH[c[0]])
-            if known[0] == claim[0] == "constant":
-                self.claims[name] = ("uniform", None)
+            weaker = min(known, claim, key=lambda c: _STRENGTH[c[0]])
+            self.claims[name] = NO_CLAIM if _STRENGTH[known[0]] == _STRENGTH[claim[0]] \
+                else weaker
 
     def project(self) -> None:
         kernel = self.inlined.ssa.cfg.kernel
@@ -182,22 +177,21 @@ class _Projector:
             claims = summary_claims[suffix]
             if twin is None:
                 continue
-            if twin.operator == "call" and "callee" in twin.attrs:
+            if twin.operator == "call" and "callee" in twin.attrs and twin.dest is None:
                 self.project_arguments(instr, suffix, result, twin, claims)
                 continue
             own, theirs = uses.get(instr.id, []), result.ssa.uses.get(twin.id, [])
             if len(own) != len(theirs) or instr.operator != twin.operator:
                 continue
             for mine, their in zip(own, theirs, strict=True):
-                if their is not None:
+                if their in claims:
                     self.claim(mine, claims[their])
             mine, their = self.inlined.ssa.defs.get(instr.id), result.ssa.defs.get(twin.id)
-            if mine is not None and their is not None:
+            if mine is not None and their in claims:
                 self.claim(mine, claims[their])
             if instr.id in branches:
-                divergent = {atom[0] for atom in result.relations.get("divergent_branch", ())}
-                block = result.ssa.instruction_block.get(twin.id)
-                self.branch_claims[instr.id] = block not in divergent
+                uniform = {b.instruction for b in result.branches if not b.divergent}
+                self.branch_claims[instr.id] = twin.id in uniform
 
     def project_joins(self) -> None:
         """φ, η and rejoin variables, matched by register and block (a φ that only feeds
@@ -217,8 +211,8 @@ class _Projector:
             their = summarised[suffix].get((_unsuffixed(var.source, suffix),
                                             _block_unsuffixed(var.block, suffix),
                                             var.phi_kind))
-            if their is not None:
-                self.claim(var.name, _claims_of(result)[their])
+            if their is not None and their in (known := _claims_of(result)):
+                self.claim(var.name, known[their])
 
     def project_arguments(self, instr: ir.Instruction, suffix: str, result: KernelResult,
                           call: ir.Instruction, claims: dict[str, Claim]) -> None:
@@ -231,7 +225,7 @@ class _Projector:
                              strict=False):
             if isinstance(arg, ir.Var):
                 their = by_name.get(_unsuffixed(arg.name, suffix))
-                if their is not None:
+                if their in claims:
                     self.claim(mine, claims[their])
 
 
@@ -245,14 +239,13 @@ def _projected_result(inlined: KernelResult, claims: dict[str, Claim],
     """The inlined kernel's result with the projected claims (no claim: divergent)."""
     variables: list[VariableResult] = []
     for var in inlined.variables:
-        klass, value = claims.get(var.name, ("divergent", None))
-        variables.append(replace(var, klass=klass, value=value,
+        klass, value, affine = claims.get(var.name, NO_CLAIM)
+        variables.append(replace(var, klass=klass, value=value, affine=affine,
                                  reason=None if klass != "divergent" else var.reason))
     branches: list[BranchResult] = [replace(b, divergent=not branch_claims.get(
         b.instruction, False)) for b in inlined.branches]
-    divergent = [(name,) for name, (klass, _) in claims.items() if klass == "divergent"]
-    return replace(inlined, analysis="simple (call summaries)", variables=variables,
-                   branches=branches, relations={"divergent": divergent})
+    return replace(inlined, analysis=f"{inlined.analysis} (call summaries)",
+                   variables=variables, branches=branches, relations={})
 
 
 def _depots(result: KernelResult) -> set[str]:
@@ -280,7 +273,7 @@ class _Reasons:
         return (_declared(result) & self.inline_promoted) - _depots(result)
 
     def why(self, inlined: Claim, summarised: Claim, suffix: str) -> str:
-        if inlined[0] == "constant" and summarised[0] == "uniform":
+        if (inlined[0], summarised[0]) in (("constant", "uniform"), ("constaffine", "affine")):
             return ("a literal argument is a uniform input of the function analysed on "
                     "its own, not a constant")
         frame, chain = suffix, []
@@ -297,6 +290,9 @@ class _Reasons:
             lost = self.unpromoted(frame)
             if lost:
                 return f"a call's result: {self.escaped(frame, lost)}"
+        if inlined[0] in ("affine", "constaffine"):
+            return ("summaries pass arguments and results as uniform or divergent: an affine "
+                    "value that crosses a call becomes divergent")
         return "differs from inlining (no known cause: please report it)"
 
     def escaped(self, frame: str, lost: set[str]) -> str:
@@ -308,12 +304,12 @@ class _Reasons:
 
 def project(calls: CallsAnalysis, kernel: str) -> Projection:
     """The summaries' claims on one kernel, carried onto its inlined form and compared
-    with the simple analysis of that form."""
+    with the same analysis of that form."""
     result = next(k for k in calls.kernels if k.name == kernel)
     lowered = calls.reader.inlined(kernel)
     if lowered is None:
         raise ValueError(f"kernel {kernel}: cannot be inlined")
-    inlined = simple_analysis()(lowered)
+    inlined = get_analysis(calls.analysis)(lowered, result.block)
     projector = _Projector(calls, result, inlined)
     projector.project()
     projector.project_joins()
@@ -336,7 +332,7 @@ def project(calls: CallsAnalysis, kernel: str) -> Projection:
         frame = projector.frame_names.get(suffix, suffix)
         difference = Difference(var.name, var.source, var.line, frame, _describe(mine),
                                 _describe(theirs), "")
-        if _STRENGTH[theirs[0]] < _STRENGTH[mine[0]]:
+        if _STRENGTH[theirs[0]] <= _STRENGTH[mine[0]]:
             difference.why = reasons.why(mine, theirs, suffix)
             projection.losses.append(difference)
         else:
@@ -352,4 +348,10 @@ def _frame_suffix(label: str) -> str:
 
 
 def _describe(claim: Claim) -> str:
-    return f"constant {claim[1]}" if claim[0] == "constant" else claim[0]
+    klass, value, affine = claim
+    if klass == "constant":
+        return f"constant {value}"
+    if klass in ("affine", "constaffine") and affine is not None:
+        a2, a1, a0 = ("⊥" if c is None else str(c) for c in affine)
+        return f"{klass} {a2}·tid² + {a1}·tid + {a0}"
+    return klass

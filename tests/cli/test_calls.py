@@ -41,14 +41,17 @@ def test_analyze_json_has_the_calling_context_of_each_function(capsys):
     assert {s["caller"] for s in sites} == {"calls_uniform", "calls_divergent", "calls_mixed"}
 
 
-def test_summaries_need_the_simple_analysis(capsys):
-    """A one-line error, exit 2, for an analysis without call summaries."""
-    for command in ("analyze", "check"):
-        code, out, err = run_cli(capsys, command, "--calls", "summary", MANY_CALLS)
-        assert code == 2 and not out
-        assert err.strip().splitlines() == [
-            "error: --calls summary needs --analysis simple (call summaries are implemented "
-            "for the simple analysis only, not affine2)"]
+def test_summaries_work_with_the_default_affine_analysis(capsys):
+    """affine2 with summaries: affine values inside a function in a context, and the
+    check of its claims (affine ones included) on the inlined kernels."""
+    code, out, _ = run_cli(capsys, "analyze", "--calls", "summary", "--format", "json",
+                           MANY_CALLS)
+    kernels = json.loads(out)["inputs"][0]["kernels"]
+    assert code == 0 and {k["analysis"] for k in kernels} == {"affine2"}
+    divergent = next(k for k in kernels if k["name"] == "calls_divergent")
+    assert any(v["class"] == "affine" for v in divergent["variables"])
+    code, out, _ = run_cli(capsys, "check", "--calls", "summary", MANY_CALLS)
+    assert code == 0 and out.rstrip().endswith("0 violations")
 
 
 def test_check_with_summaries_runs_the_inlined_kernels(capsys):
@@ -60,21 +63,35 @@ def test_check_with_summaries_runs_the_inlined_kernels(capsys):
 
 
 def test_compare_calls_lists_every_difference_with_why(capsys):
-    code, out, _ = run_cli(capsys, "compare", "--calls", MANY_CALLS)
+    code, out, _ = run_cli(capsys, "compare", "--calls", "--analysis", "simple", MANY_CALLS)
     assert code == 0
     assert ("kernel calls_uniform: 455 variables inlined: 443 same class with call "
             "summaries, 12 less precise, 0 more precise, 0 not variables with summaries") in out
     assert "12: a literal argument is a uniform input of the function analysed on its own, " \
         "not a constant: _Z6clampiiii_param_1@1#1 (constant 0 → uniform)" in out
-    code, out, _ = run_cli(capsys, "compare", "--calls", "--format", "json", MANY_CALLS)
+    code, out, _ = run_cli(capsys, "compare", "--calls", "--analysis", "simple", "--format",
+                           "json", MANY_CALLS)
     kernels = json.loads(out)["kernels"]
     assert [len(k["losses"]) for k in kernels] == [12, 8, 14]
     assert all(d["inlined"].startswith("constant") and d["summarised"] == "uniform"
                for k in kernels for d in k["losses"])
 
 
+def test_compare_calls_with_affine2_names_the_affine_values_a_call_loses(capsys):
+    """A summary passes an argument as uniform or divergent: `load_at(p, tid)` in
+    calls_divergent gets an affine index, which is divergent inside the callee."""
+    code, out, _ = run_cli(capsys, "compare", "--calls", "--format", "json", MANY_CALLS)
+    kernels = {k["name"]: k for k in json.loads(out)["kernels"]}
+    assert code == 0 and not any(k["gains"] for k in kernels.values())
+    crossing = [d for d in kernels["calls_divergent"]["losses"]
+                if d["why"].startswith("summaries pass arguments and results as uniform")]
+    assert crossing and all(d["inlined"].startswith("affine") and d["summarised"] ==
+                            "divergent" for d in crossing)
+
+
 def test_compare_calls_takes_no_other_variants(capsys):
-    code, _, err = run_cli(capsys, "compare", "--calls", "--analysis", "affine", MANY_CALLS)
+    code, _, err = run_cli(capsys, "compare", "--calls", "--analysis", "simple", "--analysis",
+                           "affine", MANY_CALLS)
     assert code == 2 and err.startswith("error: --calls compares call summaries")
 
 

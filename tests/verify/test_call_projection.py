@@ -24,11 +24,15 @@ CALL_SAMPLES = [SAMPLES / "cuda" / f"{name}.{build}.ptx"
                              "texture_objects") for build in ("G", "O3")]
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
 KNOWN_CAUSES = ("a literal argument", "the stack frame of", "a divergent argument: the "
-                "stack frame of", "a call's result: the stack frame of")
+                "stack frame of", "a call's result: the stack frame of",
+                "summaries pass arguments and results as uniform or divergent")
 
 
-def projections(ptx: str, path: str = "f.ptx") -> list:
-    calls = analyze_calls(FunctionReader(ptx, path))
+ANALYSES = ("simple", "affine2")
+
+
+def projections(ptx: str, analysis: str = "simple", path: str = "f.ptx") -> list:
+    calls = analyze_calls(FunctionReader(ptx, path), analysis)
     return [project(calls, k.name) for k in calls.kernels]
 
 
@@ -39,10 +43,10 @@ def violations(projection, seed: int = 0) -> list:
     return check_kernel(result, launches, run=run_ptx_growing).violations
 
 
-def assert_sound_and_explained(ptx: str, seed: int = 0) -> list:
+def assert_sound_and_explained(ptx: str, seed: int = 0, analysis: str = "simple") -> list:
     """No claim contradicted by a run (gains over inlining included), no variable whose
     reads got different claims, every loss with a known cause; the projections."""
-    found = projections(ptx)
+    found = projections(ptx, analysis)
     for projection in found:
         assert not violations(projection, seed), projection.kernel
         assert not projection.conflicts
@@ -50,12 +54,15 @@ def assert_sound_and_explained(ptx: str, seed: int = 0) -> list:
     return found
 
 
+@pytest.mark.parametrize("analysis", ANALYSES)
 @pytest.mark.parametrize("path", CALL_SAMPLES, ids=lambda p: p.name)
-def test_samples_with_calls_hold_on_the_interpreter_and_every_loss_is_explained(path):
+def test_samples_with_calls_hold_on_the_interpreter_and_every_loss_is_explained(path,
+                                                                               analysis):
     """The samples that call device functions: no claim of the summaries is contradicted
     by a run, nothing is claimed that inlining does not claim, and every variable that
     loses precision has a known cause."""
-    assert not any(p.gains for p in assert_sound_and_explained(path.read_text()))
+    found = assert_sound_and_explained(path.read_text(), analysis=analysis)
+    assert not any(p.gains for p in found)
 
 
 def test_device_functions_lose_nothing_against_inlining():
@@ -83,12 +90,13 @@ def test_the_oracle_sees_through_the_projection(monkeypatch):
     assert violations(kernel)
 
 
+@pytest.mark.parametrize("analysis", ANALYSES)
 @pytest.mark.parametrize("seed", [1, 4, 17])
-def test_random_programs_with_calls(seed):
+def test_random_programs_with_calls(seed, analysis):
     """Random programs whose operations go through device functions (returns in
     divergent arms, a nested call, a loop with a divergent exit, a local stack frame,
     %tid.x read in the callee)."""
-    assert_sound_and_explained(random_ptx(seed, 20, calls=True), seed)
+    assert_sound_and_explained(random_ptx(seed, 20, calls=True), seed, analysis)
 
 
 def test_a_loop_in_a_callee_inside_a_divergent_region_stays_uniform():
@@ -106,17 +114,18 @@ def test_a_loop_in_a_callee_inside_a_divergent_region_stays_uniform():
 @settings(max_examples=int(60 * SCALE), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30),
-       unstructured=st.booleans())
-def test_random_programs_with_calls_property(seed, statements, unstructured):
+       unstructured=st.booleans(), analysis=st.sampled_from(ANALYSES))
+def test_random_programs_with_calls_property(seed, statements, unstructured, analysis):
     """The same on many random programs, structured and unstructured."""
     ptx = random_ptx(seed, statements, calls=True, unstructured=unstructured)
-    assert_sound_and_explained(ptx, seed)
+    assert_sound_and_explained(ptx, seed, analysis)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("analysis", ANALYSES)
 @pytest.mark.parametrize("path", sorted((SAMPLES / "cuda").glob("*.ptx"))
                          + sorted((SAMPLES / "cuda_large").glob("*.ptx")),
                          ids=lambda p: p.name)
-def test_every_sample_holds_with_call_summaries(path):
+def test_every_sample_holds_with_call_summaries(path, analysis):
     """Every sample (the large program with 33 device functions too)."""
-    assert_sound_and_explained(path.read_text())
+    assert_sound_and_explained(path.read_text(), analysis=analysis)

@@ -148,10 +148,11 @@ def _addresses(instr: ir.Instruction) -> list[str]:
 
 def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
     """Make a generic load/store/atomic a `.local` one when its address may point into
-    thread-private memory (`local_registers`); a summarised call whose pointer argument
-    may is marked `thread_private`. In a `.func` lowered on its own, an access or call
-    whose address derives from parameters notes them (`via_inputs`): it reads
-    thread-private memory in a calling context that passes a `.local` address there.
+    thread-private memory (`local_registers`); a summarised call's result that reads
+    memory through a pointer argument that may becomes an opaque `call` (thread-private:
+    divergent). In a `.func` lowered on its own, an access or call whose address derives
+    from parameters notes them (`via_inputs`): it reads thread-private memory in a calling
+    context that passes a `.local` address there (`gpudiv.analyses.call_summaries`).
 
     Flow-insensitive: a register may point wherever any value assigned to it may point.
     Only `.local` is inferred: it is what makes a load a source of divergence."""
@@ -167,7 +168,7 @@ def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
             instr.space = "local"
             instr.attrs["generic"] = True
         elif not access and not local.isdisjoint(names):
-            instr.attrs["thread_private"] = True
+            instr.kind, instr.operator = ir.OPAQUE, "call"
         elif names and inputs:
             through = tuple(name for name in inputs if not via[name].isdisjoint(names))
             if through:

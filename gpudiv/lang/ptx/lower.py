@@ -889,7 +889,7 @@ class _KernelLowering:
             extra = {}
             if pointers or any(out.local for out in outputs):
                 # whether these point into thread-private memory is known once the
-                # kernel is lowered (`infer_generic_spaces`: `thread_private`)
+                # kernel is lowered (`infer_generic_spaces` makes the result opaque)
                 extra["address_args"] = tuple(
                     k for k, v in enumerate((*reads, *pointers))
                     if any(v in operands[d] for out in outputs for d in out.local))
@@ -927,7 +927,7 @@ class _KernelLowering:
             names = [param.name] if param.space == ".reg" else sorted(
                 (n for n in read if n == param.name or n.startswith(param.name + "+")),
                 key=lambda n: _slot_offset(n, param.name))
-            inputs += [self.instr(frame, header, ir.ASSIGN, dest=n, operator="call.input",
+            inputs += [self.instr(frame, header, ir.OPAQUE, dest=n, operator="call.input",
                                   attrs={"input": (param.name, _slot_offset(n, param.name))})
                        for n in names]
         self.items[start:start] = inputs
