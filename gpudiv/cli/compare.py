@@ -171,18 +171,24 @@ def calls_json(path: str, projections: list) -> list[dict]:
              "same": len(p.inlined.variables) - len(p.unmapped) - len(p.losses)
              - len(p.gains), "losses": [difference(d) for d in p.losses],
              "gains": [difference(d) for d in p.gains], "not_variables": p.unmapped,
-             "conflicts": p.conflicts} for p in projections]
+             "conflicts": p.conflicts, "branches": len(p.inlined.branches),
+             "branch_losses": [{"block": b, "line": line} for b, line in p.branch_losses],
+             "branch_gains": [{"block": b, "line": line} for b, line in p.branch_gains]}
+            for p in projections]
 
 
 def render_calls_text(kernels: list[dict]) -> str:
     """`compare --calls` as text: counts per kernel, then the differences grouped by why."""
     lines = []
-    total = {"variables": 0, "same": 0, "losses": 0, "gains": 0, "not_variables": 0}
+    total = {"variables": 0, "same": 0, "losses": 0, "gains": 0, "not_variables": 0,
+             "branches": 0, "branch_losses": 0, "branch_gains": 0}
     for k in kernels:
         lines.append(f"{k['path']}: kernel {k['name']}: {count(k['variables'], 'variable')} "
                      f"inlined: {k['same']} same class with call summaries, "
                      f"{len(k['losses'])} less precise, {len(k['gains'])} more precise, "
-                     f"{len(k['not_variables'])} not variables with summaries")
+                     f"{len(k['not_variables'])} not variables with summaries; "
+                     f"{count(k['branches'], 'branch')}: {len(k['branch_losses'])} divergent "
+                     f"only with summaries, {len(k['branch_gains'])} only when inlined")
         for key in total:
             total[key] += k[key] if isinstance(k[key], int) else len(k[key])
         groups: dict[str, list[dict]] = {}
@@ -195,7 +201,9 @@ def render_calls_text(kernels: list[dict]) -> str:
             lines.append(f"  {len(found)}: {why}: {shown}{more}")
     lines.append(f"total: {count(total['variables'], 'variable')}: {total['same']} same, "
                  f"{total['losses']} less precise, {total['gains']} more precise, "
-                 f"{total['not_variables']} not variables with summaries")
+                 f"{total['not_variables']} not variables with summaries; "
+                 f"{count(total['branches'], 'branch')}: {total['branch_losses']} divergent only "
+                 f"with summaries, {total['branch_gains']} only when inlined")
     return "\n".join(lines) + "\n"
 
 

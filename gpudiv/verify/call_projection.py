@@ -67,6 +67,10 @@ class Projection:
     conflicts: int = 0  # variables whose reads got different claims
     losses: list[Difference] = field(default_factory=list)
     gains: list[Difference] = field(default_factory=list)
+    # branches (block, line) that inlining finds uniform and the summaries divergent, and
+    # the other way round
+    branch_losses: list[tuple[str, int]] = field(default_factory=list)
+    branch_gains: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _key(instr: ir.Instruction, seen: dict[tuple, int], frame: str) -> tuple:
@@ -321,6 +325,10 @@ def project(calls: CallsAnalysis, kernel: str) -> Projection:
     own = _claims_of(inlined)
     projection = Projection(kernel, inlined, projected, len(projector.claims),
                             conflicts=len(projector.conflicts))
+    for mine, theirs in zip(inlined.branches, projected.branches, strict=True):
+        if mine.divergent != theirs.divergent:
+            (projection.branch_losses if theirs.divergent else projection.branch_gains).append(
+                (mine.label, mine.line))
     for var in inlined.variables:
         if var.name not in projector.claims:
             projection.unmapped.append(var.name)
