@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpudiv import ir
+from gpudiv.analyses import get_analysis
 from gpudiv.analyses.call_summaries import CallsAnalysis, call_contexts
 from gpudiv.analyses.results import BranchResult, KernelResult, VariableResult
-from gpudiv.analyses import get_analysis
 
 # How much a class says (a variable whose reads disagree gets the weaker claim): uniform
 # and constaffine say as much, differently.
