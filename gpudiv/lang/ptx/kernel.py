@@ -123,17 +123,19 @@ def _derived(seeds: set[str], users: dict[str, list[ir.Instruction]]) -> set[str
 
 
 def local_registers(instructions: list[ir.Instruction],
-                    local_inputs: frozenset[str] = frozenset()) -> set[str]:
+                    local_inputs: frozenset[str] = frozenset(),
+                    users: dict[str, list[ir.Instruction]] | None = None) -> set[str]:
     """The registers that may hold an address into thread-private memory: derived from
     `cvta.local`, from a `.local` symbol, or from the given inputs of a `.func` analysed
-    on its own (`call.input` registers that point into the caller's stack frame)."""
+    on its own (`call.input` registers that point into the caller's stack frame).
+    `users`: `_assignment_users` of the instructions, when the caller has them."""
     seeds = set(local_inputs)
     for instr in instructions:
         if instr.kind == ir.ASSIGN and instr.dest is not None and (
                 str(instr.attrs.get("opcode", "")).startswith("cvta.local")
                 or "local" in instr.attrs.get("symbol_spaces", ())):
             seeds.add(instr.dest)
-    return _derived(seeds, _assignment_users(instructions))
+    return _derived(seeds, users if users is not None else _assignment_users(instructions))
 
 
 def _addresses(instr: ir.Instruction) -> list[str]:
@@ -157,7 +159,7 @@ def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
     Flow-insensitive: a register may point wherever any value assigned to it may point.
     Only `.local` is inferred: it is what makes a load a source of divergence."""
     users = _assignment_users(instructions)
-    local = local_registers(instructions)
+    local = local_registers(instructions, users=users)
     inputs = [i.dest for i in instructions if i.operator == "call.input" and i.dest]
     via = {name: _derived({name}, users) for name in inputs}
     for instr in instructions:
