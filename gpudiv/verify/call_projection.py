@@ -179,10 +179,14 @@ class _Projector:
                 summary_claims[suffix] = _claims_of(result)
             twin = summarised[suffix].get(key[1:])
             claims = summary_claims[suffix]
-            if twin is None:
+            first = summarised[suffix].get((*key[1:3], 0))
+            if first is not None and "callee" in first.attrs:
+                # A summarised call's group is lowered differently (parameter and result
+                # copies against one `call` and its results): only the arguments match.
+                if first.operator == "call" and first.dest is None:
+                    self.project_arguments(instr, suffix, result, first, claims)
                 continue
-            if twin.operator == "call" and "callee" in twin.attrs and twin.dest is None:
-                self.project_arguments(instr, suffix, result, twin, claims)
+            if twin is None:
                 continue
             own, theirs = uses.get(instr.id, []), result.ssa.uses.get(twin.id, [])
             if len(own) != len(theirs) or instr.operator != twin.operator:
