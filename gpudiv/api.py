@@ -175,7 +175,15 @@ def compare_calls(source: str | Path, analysis: str = DEFAULT_ANALYSIS
     analysed = analyze_with_summaries(source, analysis)
     if analysed.calls is None:
         return analysed, []
-    return analysed, [project(analysed.calls, k.name) for k in analysed.calls.kernels]
+    projections = []
+    for kernel in analysed.calls.kernels:
+        try:
+            projections.append(project(analysed.calls, kernel.name))
+        except ValueError as error:  # its inlined form cannot be built: say so, go on
+            analysed.diagnostics.append(ir.Diagnostic("error", str(error), analysed.path,
+                                                      kernel.ssa.cfg.kernel.loc.line,
+                                                      kernel.ssa.cfg.kernel.loc.column))
+    return analysed, projections
 
 
 @dataclass
@@ -279,13 +287,14 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     if analysed.language not in EXECUTABLE_LANGUAGES:
         return [CheckReport(k.name, status="not-executed", reason=f"no reference interpreter "
                             f"for {analysed.language} yet") for k in analysed.kernels]
-    results = analysed.kernels
+    results: list[KernelResult | CheckReport] = list(analysed.kernels)
     if analysed.calls is not None:  # call summaries: their claims on the inlined kernels
-        from gpudiv.verify.call_projection import project
-
-        results = [project(analysed.calls, k.name).projected for k in analysed.calls.kernels]
+        results = _projected(analysed.calls)
     reports = []
     for index, result in enumerate(results):
+        if isinstance(result, CheckReport):  # nothing to run
+            reports.append(result)
+            continue
         if on_progress is not None:
             on_progress("checking", index, len(results))
         if analysed.language == "ptx":  # PTX reconverges at immediate post-dominators
@@ -304,6 +313,20 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
         reports[-1].reconvergence = (reconvergence_for(result.ssa.cfg.kernel)
                                      if reconvergence == "auto" else reconvergence)
     return reports
+
+
+def _projected(calls: CallsAnalysis) -> list[KernelResult | CheckReport]:
+    """The summaries' claims on each inlined kernel, or why a kernel cannot be checked."""
+    from gpudiv.verify.call_projection import project
+    from gpudiv.verify.oracle import CheckReport
+
+    results: list[KernelResult | CheckReport] = []
+    for kernel in calls.kernels:
+        try:
+            results.append(project(calls, kernel.name).projected)
+        except ValueError as error:
+            results.append(CheckReport(kernel.name, status="not-executed", reason=str(error)))
+    return results
 
 
 @dataclass

@@ -158,15 +158,22 @@ def _levels(reader: FunctionReader) -> list[list[str]]:
 
 
 def summarise(reader: FunctionReader
-              ) -> tuple[dict[str, CallSummary], dict[str, ir.Kernel]]:
-    """The summary of every `.func` with a body, and the function lowered on its own with
+              ) -> tuple[dict[str, CallSummary | None], dict[str, ir.Kernel]]:
+    """The summary of every `.func` with a body (None: its body cannot be lowered; the
+    reason is among the reader's diagnostics), and the function lowered on its own with
     its calls as summaries (RuleError when the rules fail)."""
     driver = Analysis("call-summary", tuple(shipped_rule(f) for f in SUMMARY_RULES),
                       _summary)
-    summaries: dict[str, CallSummary] = {}
+    summaries: dict[str, CallSummary | None] = {}
     lowered: dict[str, ir.Kernel] = {}
     for level in _levels(reader):
-        kernels = [k for k in (reader.lower(f, summaries) for f in level) if k is not None]
+        kernels = []
+        for function in level:
+            kernel = reader.lower(function, summaries)
+            if kernel is None:  # its error is among the reader's diagnostics
+                summaries[function] = None
+            else:
+                kernels.append(kernel)
         for kernel, done in zip(kernels, driver.run(kernels), strict=True):
             if isinstance(done, RuleError):
                 raise done
@@ -186,7 +193,7 @@ def nonuniform(result: KernelResult) -> set[str]:
     return found
 
 
-def call_contexts(result: KernelResult, summaries: dict[str, CallSummary]
+def call_contexts(result: KernelResult, summaries: dict[str, CallSummary | None]
                   ) -> list[tuple[str, Context, int, int]]:
     """Each summarised call site of an analysed kernel or function: (callee, the callee's
     inputs whose arguments are not uniform here (affine ones included: a summary takes an
@@ -252,7 +259,7 @@ def analyze_calls(reader: FunctionReader, analysis: str = "simple",
     summaries, lowered = summarise(reader)
     timing["summaries"] = (time.perf_counter() - start) * 1000
     driver = get_analysis(analysis)
-    diagnostics = list(reader.diagnostics)
+    errors: list[ir.Diagnostic] = []  # the reader's diagnostics grow as it lowers
     start = time.perf_counter()
     entries = [k for k in (reader.lower(e, summaries) for e in reader.entries)
                if k is not None]
@@ -261,8 +268,8 @@ def analyze_calls(reader: FunctionReader, analysis: str = "simple",
                                                   kernel_timeout=kernel_timeout),
                               strict=True):
         if isinstance(result, RuleError):
-            diagnostics.append(ir.Diagnostic("error", f"kernel {kernel.name}: {result}",
-                                             reader.path, kernel.loc.line, kernel.loc.column))
+            errors.append(ir.Diagnostic("error", f"kernel {kernel.name}: {result}",
+                                        reader.path, kernel.loc.line, kernel.loc.column))
         else:
             kernels.append(result)
     timing["kernels"] = (time.perf_counter() - start) * 1000
@@ -285,7 +292,7 @@ def analyze_calls(reader: FunctionReader, analysis: str = "simple",
                                strict=True):
             if isinstance(result, RuleError):
                 function = lowered[key[0]]
-                diagnostics.append(ir.Diagnostic(
+                errors.append(ir.Diagnostic(
                     "error", f"function {key[0]} ({key[1]}): {result}", reader.path,
                     function.loc.line, function.loc.column))
                 continue
@@ -295,5 +302,7 @@ def analyze_calls(reader: FunctionReader, analysis: str = "simple",
             pending.append((result, found.label))
     timing["contexts"] = (time.perf_counter() - start) * 1000
     functions = sorted(contexts.values(), key=lambda c: (c.function, str(c.context)))
-    return CallsAnalysis(reader.path, analysis, kernels, functions, summaries, diagnostics,
+    return CallsAnalysis(reader.path, analysis, kernels, functions,
+                         {f: s for f, s in summaries.items() if s is not None},
+                         list(reader.diagnostics) + errors,
                          timing, reader)

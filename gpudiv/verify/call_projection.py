@@ -316,7 +316,8 @@ def project(calls: CallsAnalysis, kernel: str) -> Projection:
     result = next(k for k in calls.kernels if k.name == kernel)
     lowered = calls.reader.inlined(kernel)
     if lowered is None:
-        raise ValueError(f"kernel {kernel}: cannot be inlined")
+        raise ValueError(f"kernel {kernel}: cannot be checked with call summaries: its "
+                         f"calls cannot be inlined (see the errors above)")
     inlined = get_analysis(calls.analysis)(lowered, result.block)
     projector = _Projector(calls, result, inlined)
     projector.project()

@@ -100,3 +100,65 @@ def test_a_musimd_file_has_no_calls_and_is_analysed_as_usual(capsys):
     plain = run_cli(capsys, "analyze", "--analysis", "simple", path)
     summarised = run_cli(capsys, "analyze", "--analysis", "simple", "--calls", "summary", path)
     assert summarised == plain
+
+
+RECURSIVE = """.version 7.0
+.target sm_80
+.address_size 64
+.func (.param .b32 func_retval0) f(.param .b32 f_param_0)
+{
+    .reg .b32 %r<4>;
+    .reg .pred %p<2>;
+    ld.param.u32 %r1, [f_param_0];
+    setp.eq.s32 %p1, %r1, 0;
+    @%p1 bra $L_done;
+    sub.s32 %r2, %r1, 1;
+    {
+    .param .b32 param0;
+    st.param.b32 [param0], %r2;
+    .param .b32 retval0;
+    call.uni (retval0), f, (param0);
+    ld.param.b32 %r3, [retval0];
+    }
+    st.param.b32 [func_retval0], %r3;
+    ret;
+$L_done:
+    st.param.b32 [func_retval0], %r1;
+    ret;
+}
+.visible .entry k(.param .u32 k_param_0)
+{
+    .reg .b32 %r<5>;
+    ld.param.u32 %r1, [k_param_0];
+    {
+    .param .b32 param0;
+    st.param.b32 [param0], %r1;
+    .param .b32 retval0;
+    call.uni (retval0), f, (param0);
+    ld.param.b32 %r3, [retval0];
+    }
+    ret;
+}
+"""
+
+
+def test_a_recursive_call_stays_opaque_with_a_warning(tmp_path, capsys):
+    path = tmp_path / "rec.ptx"
+    path.write_text(RECURSIVE)
+    code, _, err = run_cli(capsys, "analyze", "--calls", "summary", "--brief", str(path))
+    assert code == 0
+    assert f"{path}:4:1: warning: function f: call to 'f' at line 16 is treated as " \
+        "opaque: it is recursive" in err
+
+
+def test_a_function_with_an_error_is_one_line_and_its_callers_go_on(tmp_path, capsys):
+    """A bad label in the callee: its error, the call left opaque (warned), exit 2 for
+    analyze, check and compare, never a traceback."""
+    path = tmp_path / "bad.ptx"
+    path.write_text(RECURSIVE.replace("bra $L_done;", "bra $L_nowhere;"))
+    for command in (["analyze", "--brief"], ["check"], ["compare"]):
+        code, _, err = run_cli(capsys, *command, "--calls", *(
+            ["summary"] if command[0] != "compare" else []), str(path))
+        assert code == 2, command
+        assert f"{path}:10:5: error: undefined label '$L_nowhere' in function f" in err
+    assert "its calls cannot be inlined" in err  # compare: the kernel cannot be checked

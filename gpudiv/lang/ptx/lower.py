@@ -119,11 +119,13 @@ class _KernelLowering:
     """Lowers one `.entry` (and the bodies it calls) to a list of IR instructions/labels."""
 
     def __init__(self, unit: _Unit, info: _FuncInfo, diagnostics: list[ir.Diagnostic],
-                 inline: bool = True, summaries: dict[str, CallSummary] | None = None):
+                 inline: bool = True,
+                 summaries: dict[str, CallSummary | None] | None = None):
         self.unit = unit
         self.inline = inline  # calls to bodies of the file inlined, else kept as calls
         # Calls to these functions become their summaries (`summary_call`), the others
-        # opaque calls; None: calls are inlined or kept as `inline` says.
+        # (and those mapped to None: their bodies cannot be lowered) opaque calls; None:
+        # calls are inlined or kept as `inline` says.
         self.summaries = summaries
         # Inlined calls: frame suffix → (the caller's frame suffix, the call's line and
         # column, the callee): how inlined copies map to call sites (call summaries).
@@ -641,7 +643,7 @@ class _KernelLowering:
     def check_label(self, frame: _Frame, name: str, pi: PInstr) -> str:
         if name not in frame.info.labels:
             kernel = self.kernel_info.fn.name
-            where = f"function {frame.info.fn.name}" if frame.suffix else f"kernel {kernel}"
+            where = f"kernel {kernel}" if frame.is_kernel else f"function {frame.info.fn.name}"
             self.error(f"undefined label '{name}' in {where}", pi.line, pi.column)
         target = name + frame.suffix
         self.referenced.add(target)
@@ -727,9 +729,11 @@ class _KernelLowering:
             return
         if self.summaries is not None:
             summary = self.summaries.get(name)
-            if summary is None:  # recursive: no summary before its own
-                self.notes.append(f"recursive call to '{name}' at line {pi.line} is treated "
-                                  f"as opaque")
+            if summary is None:  # no summary: recursive (none before its own), or failed
+                why = ("its body cannot be lowered" if name in self.summaries
+                       else "it is recursive")
+                self.notes.append(f"call to '{name}' at line {pi.line} is treated as opaque: "
+                                  f"{why}")
                 self.opaque_call(frame, pi, rets, args)
             else:
                 self.summary_call(frame, pi, callee, rets, args, summary)

@@ -213,7 +213,8 @@ class _Reader:
                     parse_ms / len(entries) + (time.perf_counter() - start) * 1000)
 
     def lower_kernel(self, unit: _Unit, fn: PFunction, inline: bool | None = None,
-                     summaries: dict[str, CallSummary] | None = None) -> ir.Kernel | None:
+                     summaries: dict[str, CallSummary | None] | None = None
+                     ) -> ir.Kernel | None:
         """One `.entry` as an IR kernel. Canonical (the default): calls inlined, guarded
         definitions as selects; else calls kept as calls (`inline`: unless told) and
         guarded definitions as guarded instructions. With `summaries`, calls to those
@@ -270,16 +271,17 @@ class _Reader:
                     "error", f"undefined label '{instr.target}' in kernel {fn.name}",
                     self.path, instr.loc.line, instr.loc.column))
                 return None
+        what = "function" if fn.kind == "func" else "kernel"
         if lowering.unknown:
             names = ", ".join(sorted(lowering.unknown))
-            self.warn(f"kernel {fn.name}: unknown opcodes treated as opaque (results "
+            self.warn(f"{what} {fn.name}: unknown opcodes treated as opaque (results "
                       f"divergent): {names}", loc)
         if lowering.bodiless:
             names = ", ".join(sorted(lowering.bodiless))
-            self.warn(f"kernel {fn.name}: calls to functions without a body in this file are "
+            self.warn(f"{what} {fn.name}: calls to functions without a body in this file are "
                       f"opaque (results divergent): {names}", loc)
         for note in dict.fromkeys(lowering.notes):
-            self.warn(f"kernel {fn.name}: {note}", loc)
+            self.warn(f"{what} {fn.name}: {note}", loc)
         return kernel
 
     def warn(self, message: str, loc: ir.Loc) -> None:
