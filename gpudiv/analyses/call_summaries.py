@@ -54,12 +54,20 @@ class Context:
 
     divergent: frozenset[Slot] = frozenset()
     local: frozenset[Slot] = frozenset()
+    # inputs whose arguments are the same literal in every active lane: (input, value)
+    constants: frozenset[tuple[Slot, int]] = frozenset()
+    # inputs whose arguments are a2·tid² + a1·tid + (a value common to the lanes), with
+    # known a2 and a1 (affine analyses): (input, a2, a1); they are not in `divergent`
+    affine: frozenset[tuple[Slot, int, int]] = frozenset()
 
     def __str__(self) -> str:
         parts = [f"divergent: {', '.join(_slot_name(s) for s in sorted(self.divergent))}"
                  if self.divergent else "",
                  f"local: {', '.join(_slot_name(s) for s in sorted(self.local))}"
-                 if self.local else ""]
+                 if self.local else "",
+                 ", ".join(f"{_slot_name(s)} = {k}" for s, k in sorted(self.constants)),
+                 ", ".join(f"{_slot_name(s)} = {a2}·tid² + {a1}·tid + ⊥"
+                           for s, a2, a1 in sorted(self.affine))]
         return "; ".join(p for p in parts if p) or "uniform inputs"
 
 
@@ -195,10 +203,17 @@ def nonuniform(result: KernelResult) -> set[str]:
 
 def call_contexts(result: KernelResult, summaries: dict[str, CallSummary | None]
                   ) -> list[tuple[str, Context, int, int]]:
-    """Each summarised call site of an analysed kernel or function: (callee, the callee's
-    inputs whose arguments are not uniform here (affine ones included: a summary takes an
-    argument as uniform or divergent), line, column)."""
+    """Each summarised call site of an analysed kernel or function: (callee, its calling
+    context, line, column). The context: the callee's inputs whose arguments are not
+    uniform here (affine ones included: a summary takes an argument as uniform or
+    divergent), those that may point into thread-private memory, and those that are a
+    known literal."""
     divergent = nonuniform(result)
+    constant = {v.name: v.value for v in result.variables
+                if v.klass == "constant" and v.value is not None}
+    affine = {v.name: v.affine[:2] for v in result.variables
+              if v.klass in ("affine", "constaffine") and v.affine is not None
+              and None not in v.affine[:2]}
     kernel = result.ssa.cfg.kernel
     instructions = kernel.instructions()
     local = local_registers(instructions, kernel.attrs.get("local_inputs", frozenset()))
@@ -208,14 +223,21 @@ def call_contexts(result: KernelResult, summaries: dict[str, CallSummary | None]
         if instr.operator != "call" or instr.dest is not None or callee not in summaries:
             continue
         uses = result.ssa.uses.get(instr.id, [])
-        divergent_inputs, local_inputs = set(), set()
+        divergent_inputs, local_inputs, constants, affine_inputs = set(), set(), set(), set()
         for slot, positions in instr.attrs.get("call_inputs", ()):
-            if positions is None or any(uses[p] in divergent for p in positions):
+            if positions is not None and len(positions) == 1 and uses[positions[0]] in affine:
+                affine_inputs.add((slot, *affine[uses[positions[0]]]))
+            elif positions is None or any(uses[p] in divergent for p in positions):
                 divergent_inputs.add(slot)
             if positions is None or any(isinstance(instr.args[p], ir.Var)
                                         and instr.args[p].name in local for p in positions):
                 local_inputs.add(slot)
-        context = Context(frozenset(divergent_inputs), frozenset(local_inputs))
+            values = {instr.args[p].value if isinstance(instr.args[p], ir.Const)
+                      else constant.get(uses[p]) for p in positions or ()}
+            if len(values) == 1 and None not in values and slot not in divergent_inputs:
+                constants.add((slot, values.pop()))
+        context = Context(frozenset(divergent_inputs), frozenset(local_inputs),
+                          frozenset(constants), frozenset(affine_inputs))
         sites.append((callee, context, instr.loc.line, instr.loc.column))
     return sites
 
@@ -229,7 +251,9 @@ def _in_context(kernel: ir.Kernel, context: Context) -> ir.Kernel:
     variant = copy.copy(kernel)
     variant.attrs = {**kernel.attrs,
                      "divergent_inputs": frozenset(_slot_name(s) for s in context.divergent),
-                     "local_inputs": local}
+                     "local_inputs": local,
+                     "constant_inputs": {_slot_name(s): k for s, k in context.constants},
+                     "affine_inputs": {_slot_name(s): (a2, a1) for s, a2, a1 in context.affine}}
     if not local:
         return variant
     variant.blocks = [replace(block, instructions=[

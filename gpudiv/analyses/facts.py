@@ -32,7 +32,7 @@ RELATIONS: dict[str, int] = {
     "instr_at": 3, "mem_read": 3, "mem_write": 3, "mem_disp": 2, "mem_size": 2,
     "mem_def": 2, "store_value": 2, "barrier": 1, "hidden_operands": 1,
     "branch_when": 3, "cmp_kind": 2, "pred_not": 2,
-    "call_input": 1, "call_output": 1, "local_via": 2,
+    "call_input": 1, "call_output": 1, "local_via": 2, "affine_input": 3,
 }
 
 # PTX integer comparison names (unsigned ones by their ordering) → cmp_kind/2.
@@ -131,6 +131,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     # A `.func` analysed on its own (call summaries): the inputs that differ between lanes
     # in the calling context analysed (none: only what the body itself makes differ).
     divergent_inputs = kernel.attrs.get("divergent_inputs", frozenset())
+    constant_inputs = kernel.attrs.get("constant_inputs", {})  # ... the literal ones
+    affine_inputs = kernel.attrs.get("affine_inputs", {})  # ... and the affine ones
     inputs = {instrs[n].dest: name for n, name in ssa.defs.items()
               if name is not None and instrs[n].operator == "call.input"
               } if "call_return" in kernel.attrs else {}
@@ -192,8 +194,16 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
             add(f"call_input({name})")
             # an input is what the calling context says: divergent, or a uniform input
             why = "input" if instr.dest in divergent_inputs else None
-            if why is None:
+            coefficients = affine_inputs.get(instr.dest)
+            if coefficients is not None:  # a2·tid² + a1·tid + ⊥: not uniform, not ⊥
+                why = "input"
+                for degree, value in zip((2, 1), coefficients, strict=True):
+                    add(f"affine_input({name},{degree},{value})")
+            elif why is None:
                 add(f"uniform_input({name})")
+                value = constant_inputs.get(instr.dest)
+                if value is not None and fits(value):
+                    add(f"const({name},{value})")
         for pointer in instr.attrs.get("via_inputs", ()) if instr is not None else ():
             add(f"local_via({name},{q(inputs[pointer])})")
         if why is not None:

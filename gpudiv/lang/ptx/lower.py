@@ -870,8 +870,7 @@ class _KernelLowering:
              *(v for seen in operands.values() for v in seen)]))
         position = {v: k for k, v in enumerate(everything)}
         # Which arguments each input sees (None: no argument, an undefined value).
-        call_inputs = tuple((slot, tuple(position[v] for v in operands[slot]
-                                         if not isinstance(v, ir.Const))
+        call_inputs = tuple((slot, tuple(position[v] for v in operands[slot])
                              if slot in operands else None) for slot in summary.inputs)
         attrs = {"callee": callee.name}
         produced = [self.instr(frame, pi, ir.OPAQUE, args=everything, operator="call",
