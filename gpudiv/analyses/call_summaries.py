@@ -165,11 +165,12 @@ def _levels(reader: FunctionReader) -> list[list[str]]:
     return levels
 
 
-def summarise(reader: FunctionReader
+def summarise(reader: FunctionReader, errors: list[ir.Diagnostic] | None = None
               ) -> tuple[dict[str, CallSummary | None], dict[str, ir.Kernel]]:
-    """The summary of every `.func` with a body (None: its body cannot be lowered; the
-    reason is among the reader's diagnostics), and the function lowered on its own with
-    its calls as summaries (RuleError when the rules fail)."""
+    """The summary of every `.func` with a body, and the function lowered on its own with
+    its calls as summaries. None for a function whose body cannot be lowered (the reason
+    is among the reader's diagnostics) or that the rules fail on (too large: the reason
+    goes to `errors`); its calls stay opaque."""
     driver = Analysis("call-summary", tuple(shipped_rule(f) for f in SUMMARY_RULES),
                       _summary)
     summaries: dict[str, CallSummary | None] = {}
@@ -184,7 +185,12 @@ def summarise(reader: FunctionReader
                 kernels.append(kernel)
         for kernel, done in zip(kernels, driver.run(kernels), strict=True):
             if isinstance(done, RuleError):
-                raise done
+                summaries[kernel.name] = None
+                if errors is not None:
+                    errors.append(ir.Diagnostic("error", f"function {kernel.name}: {done}",
+                                                reader.path, kernel.loc.line,
+                                                kernel.loc.column))
+                continue
             summaries[kernel.name] = done.summary
             lowered[kernel.name] = kernel
     return summaries, lowered
@@ -280,10 +286,10 @@ def analyze_calls(reader: FunctionReader, analysis: str = "simple",
     overruns `kernel_timeout` seconds) is left out with an error diagnostic."""
     timing: dict[str, float] = {"parse": reader.parse_ms}
     start = time.perf_counter()
-    summaries, lowered = summarise(reader)
+    errors: list[ir.Diagnostic] = []  # the reader's diagnostics grow as it lowers
+    summaries, lowered = summarise(reader, errors)
     timing["summaries"] = (time.perf_counter() - start) * 1000
     driver = get_analysis(analysis)
-    errors: list[ir.Diagnostic] = []  # the reader's diagnostics grow as it lowers
     start = time.perf_counter()
     entries = [k for k in (reader.lower(e, summaries) for e in reader.entries)
                if k is not None]

@@ -282,8 +282,9 @@ class _Reasons:
 
     def why(self, inlined: Claim, summarised: Claim, suffix: str) -> str:
         if (inlined[0], summarised[0]) in (("constant", "uniform"), ("constaffine", "affine")):
-            return ("a literal argument is a uniform input of the function analysed on "
-                    "its own, not a constant")
+            return ("a constant that comes from a call's literal arguments: a summary "
+                    "gives a call's result back as uniform, not as the constant it is in "
+                    "that calling context")
         frame, chain = suffix, []
         while True:  # the frame itself, then its callers
             lost = self.unpromoted(frame)
@@ -299,8 +300,9 @@ class _Reasons:
             if lost:
                 return f"a call's result: {self.escaped(frame, lost)}"
         if inlined[0] in ("affine", "constaffine"):
-            return ("summaries pass arguments and results as uniform or divergent: an affine "
-                    "value that crosses a call becomes divergent")
+            return ("an affine value that crosses a call: a summary gives a call's result "
+                    "back as uniform, a literal or divergent, and takes an argument whose "
+                    "tid coefficients are not known as divergent")
         return "differs from inlining (no known cause: please report it)"
 
     def escaped(self, frame: str, lost: set[str]) -> str:

@@ -101,7 +101,7 @@ def test_compare_calls_with_affine2_names_the_affine_results_a_call_loses(capsys
     kernels = json.loads(out)["kernels"]
     assert code == 0 and not any(k["gains"] for k in kernels)
     crossing = [d for k in kernels for d in k["losses"]
-                if d["why"].startswith("summaries pass arguments and results as uniform")]
+                if d["why"].startswith("an affine value that crosses a call")]
     assert crossing and all(d["inlined"].startswith("affine") and d["summarised"] ==
                             "divergent" for d in crossing)
 

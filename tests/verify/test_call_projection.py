@@ -32,9 +32,10 @@ CALL_SAMPLES = [pytest.param(SAMPLES / "cuda" / f"{name}.{build}.ptx", analysis,
                              "texture_objects") for build in ("G", "O3")
                 for analysis in ANALYSES]
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
-KNOWN_CAUSES = ("a literal argument", "the stack frame of", "a divergent argument: the "
-                "stack frame of", "a call's result: the stack frame of",
-                "summaries pass arguments and results as uniform or divergent")
+KNOWN_CAUSES = ("a constant that comes from a call's literal arguments",
+                "the stack frame of", "a divergent argument: the stack frame of",
+                "a call's result: the stack frame of",
+                "an affine value that crosses a call")
 
 
 def projections(ptx: str, analysis: str = "simple", path: str = "f.ptx") -> list:

@@ -124,7 +124,7 @@ class _KernelLowering:
         self.unit = unit
         self.inline = inline  # calls to bodies of the file inlined, else kept as calls
         # Calls to these functions become their summaries (`summary_call`), the others
-        # (and those mapped to None: their bodies cannot be lowered) opaque calls; None:
+        # (and those mapped to None: no summary could be made) opaque calls; None:
         # calls are inlined or kept as `inline` says.
         self.summaries = summaries
         # Inlined calls: frame suffix → (the caller's frame suffix, the call's line and
@@ -730,8 +730,8 @@ class _KernelLowering:
         if self.summaries is not None:
             summary = self.summaries.get(name)
             if summary is None:  # no summary: recursive (none before its own), or failed
-                why = ("its body cannot be lowered" if name in self.summaries
-                       else "it is recursive")
+                why = ("it could not be summarised (see the errors above)"
+                       if name in self.summaries else "it is recursive")
                 self.notes.append(f"call to '{name}' at line {pi.line} is treated as opaque: "
                                   f"{why}")
                 self.opaque_call(frame, pi, rets, args)
