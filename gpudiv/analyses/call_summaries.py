@@ -40,6 +40,7 @@ from gpudiv.analyses.driver import Analysis
 from gpudiv.analyses.launch_shape import BlockShape
 from gpudiv.analyses.results import CallingContext, KernelResult
 from gpudiv.analyses.solve import RuleError, SolveResult, shipped_rule
+from gpudiv.ir.digraph import DiGraph, strongly_connected_components
 from gpudiv.ir.ssa import SSAForm
 from gpudiv.lang.ptx.functions import CallSummary, FunctionReader, Slot, SummaryOutput
 from gpudiv.lang.ptx.kernel import local_registers
@@ -148,21 +149,26 @@ def _summary(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult,
 
 
 def _levels(reader: FunctionReader) -> list[list[str]]:
-    """The functions, callees first: each level calls only functions of earlier levels
-    (where a cycle leaves none ready, its first function goes alone, and its calls into
-    the cycle stay opaque)."""
-    remaining = reader.functions
-    callees = {f: reader.callees(f) for f in remaining}
-    done: set[str] = set()
-    levels: list[list[str]] = []
-    while remaining:
-        ready = [f for f in remaining if callees[f] <= done]
-        if not ready:
-            ready = remaining[:1]
-        levels.append(ready)
-        done.update(ready)
-        remaining = [f for f in remaining if f not in done]
-    return levels
+    """The functions, callees first: each level calls only functions of earlier levels.
+    The members of a cycle of the call graph take one level each, in file order, and
+    their calls to members not yet summarised stay opaque. Linear in the call graph:
+    Tarjan's components come sinks (callees) first."""
+    functions = reader.functions
+    graph = DiGraph()
+    graph.add_nodes_from(functions)
+    for function in functions:
+        graph.add_edges_from((function, callee) for callee in sorted(reader.callees(function)))
+    order = {f: k for k, f in enumerate(functions)}
+    last: dict[str, int] = {}  # function → the last level of its component
+    levels: dict[int, list[str]] = {}
+    for component in strongly_connected_components(graph):
+        start = max((last[callee] + 1 for member in component
+                     for callee in graph.successors(member) if callee not in component),
+                    default=0)
+        for k, member in enumerate(sorted(component, key=order.__getitem__)):
+            last[member] = start + len(component) - 1  # callers come after all of it
+            levels.setdefault(start + k, []).append(member)
+    return [sorted(levels[k], key=order.__getitem__) for k in sorted(levels)]
 
 
 def summarise(reader: FunctionReader, errors: list[ir.Diagnostic] | None = None

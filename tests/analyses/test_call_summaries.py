@@ -10,6 +10,7 @@ from gpudiv.analyses.call_summaries import (
     SUMMARY_RULES,
     Context,
     _in_context,
+    _levels,
     analyze_calls,
     summarise,
 )
@@ -122,3 +123,17 @@ def test_a_kernel_the_rules_fail_on_is_an_error_diagnostic_not_an_exception(monk
                           kernel_timeout=1e-9)
     assert not calls.kernels
     assert calls.diagnostics and all(d.severity == "error" for d in calls.diagnostics)
+
+
+def _calls(name: str, callees: list[str]) -> str:
+    body = "\n".join(f"    call.uni {callee}, ();" for callee in callees)
+    return f".func {name}()\n{{\n{body}\n    ret;\n}}\n"
+
+
+def test_functions_are_summarised_callees_first_and_cycles_one_member_at_a_time():
+    """`c` calls `a`; `a` and `b` call each other; `d` calls nothing: `d` comes first;
+    of the cycle, `a` (first in the file) goes alone, then `b`; `c` after both."""
+    ptx = (".version 7.0\n.target sm_80\n.address_size 64\n"
+           + _calls("a", ["b"]) + _calls("b", ["a"]) + _calls("c", ["a"]) + _calls("d", [])
+           + ".visible .entry k()\n{\n    call.uni c, ();\n    ret;\n}\n")
+    assert _levels(FunctionReader(ptx, "cycle.ptx")) == [["a", "d"], ["b"], ["c"]]
