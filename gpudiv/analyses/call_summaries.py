@@ -1,31 +1,33 @@
 """Call summaries: each `.func` analysed once per calling context, not once per call site
-(issue 16, item 1), for the simple analysis (Sampaio 2013 §3.4).
+(issue 16, item 1), for any analysis (simple, affine, affine2; Sampaio 2013 §3.4–3.5).
 
 `gpudiv analyze` inlines every call, so a kernel that calls a function from 36 places
 analyses 36 copies of it. Here a PTX file is read once (`gpudiv.lang.ptx.functions`) and:
 
 1. **Summaries, bottom-up.** Each `.func` is lowered on its own, its calls standing for the
-   summaries of their callees (functions are taken callees first; a call into a cycle
-   of the call graph stays opaque). rules/call_summary.lp derives, in one solve per
-   function, which inputs each output depends on and which outputs differ between lanes
-   whatever the inputs (`CallSummary`).
-2. **Kernels.** Each `.entry` is lowered with its calls as summaries
-   (`call.result` reads only the arguments a result depends on) and analysed by the
-   simple analysis, unchanged.
-3. **Contexts, top-down.** A call site's context is the set of callee inputs whose
-   arguments are divergent there. Each function is analysed by the simple analysis once
-   per context that occurs (its divergent inputs as sources), and its own call sites give
-   the contexts of its callees.
+   summaries of their callees (functions are taken callees first, `_levels`; a call into
+   a cycle of the call graph stays opaque). rules/call_summary.lp derives, in one solve
+   per function, which inputs each output depends on (through values, or through a
+   pointer into the caller's thread-private frame) and which outputs differ between
+   lanes whatever the inputs (`CallSummary`).
+2. **Kernels.** Each `.entry` is lowered with its calls as summaries (`call.result` reads
+   only the arguments a result depends on) and analysed by the chosen analysis,
+   unchanged.
+3. **Contexts, top-down.** A call site's context (`Context`) says, per callee input, what
+   the caller's analysis says of its argument there: divergent, affine with known tid
+   coefficients, a literal, or uniform; and which pointer inputs get `.local` addresses.
+   Each function is analysed once per context that occurs (`_in_context`), and its own
+   call sites give the contexts of its callees.
 
 Exactness. Every rule of divergence.lp has exactly one divergent premise, so what is
 divergent for a set of divergent inputs is the union of what each input makes divergent
-and what the body makes divergent by itself: a summary loses nothing against inlining for
-the values a function passes back. What can differ from inlining (`gpudiv compare
---calls`, `gpudiv.verify.call_projection` lists every case): a literal passed as an
-argument is a uniform input, not a constant, in the callee; an address into the
-caller's stack frame passed to a callee is an escape, so that frame is not promoted to
-variables (`gpudiv.analyses.stack_slots`); a block shape given by `.reqntid` does not
-reach the callees; a call nested deeper than inlining goes is summarised, not opaque.
+and what the body makes divergent by itself: the dependences of a summary are exact.
+What can differ from inlining (`gpudiv compare --calls`; `gpudiv.verify.call_projection`
+names a cause for every case): an address into a caller's stack frame passed to a callee
+is an escape, so that frame is not promoted to variables (`gpudiv.analyses.stack_slots`);
+a call's result comes back uniform, a literal or divergent (an affine result is
+divergent in the caller); a block shape given by `.reqntid` does not reach the callees;
+a call nested deeper than inlining goes is summarised, not opaque.
 """
 
 from __future__ import annotations

@@ -12,10 +12,12 @@ so to check the summaries on it, each claim is carried over to every inlined cop
 - in that frame it is the k-th instruction lowered from one PTX instruction, as is one
   instruction of the function analysed on its own: the SSA variables the two read,
   operand by operand, get the same claim (a variable read by several instructions whose
-  claims disagree gets the weakest, and the disagreement is counted);
+  claims disagree gets the weaker one, or none when they say as much differently, and
+  the disagreement is counted);
+- φs, ηs and rejoin copies that no instruction reads match by register and block;
 - the arguments a call passes are read, in the caller's frame, by the parameter copies
   of the inlined kernel and by the `call` instruction of the summarised one: matched by
-  register name.
+  register name (the rest of a call's group is lowered differently and not matched).
 
 The projection is a `KernelResult` of the inlined kernel's own SSA form, so the oracle
 checks it as it checks any analysis (affine claims too), and it can be compared variable
