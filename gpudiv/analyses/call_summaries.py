@@ -285,62 +285,140 @@ def _thread_private(instr: ir.Instruction) -> ir.Instruction:
     return instr  # a store writes it (an escape of the caller's frame); an atomic is a source
 
 
+class _Run:
+    """One `analyze_calls`: the driver, the summaries and what has been analysed."""
+
+    def __init__(self, reader: FunctionReader, analysis: str, block: BlockShape | None,
+                 kernel_timeout: float | None):
+        self.reader = reader
+        self.driver = get_analysis(analysis)
+        self.block = block
+        self.kernel_timeout = kernel_timeout
+        self.errors: list[ir.Diagnostic] = []  # the reader's diagnostics grow as it lowers
+        self.summaries, self.lowered = summarise(reader, self.errors)
+        # (function, context) → its result (None: the rules failed on it)
+        self.analysed: dict[tuple[str, Context], KernelResult | None] = {}
+
+    def kernels(self, names: list[str],
+                sites: dict[str, dict[tuple[int, int], dict]] | None = None
+                ) -> dict[str, KernelResult]:
+        """The kernels analysed with their calls as summaries (`sites`: per kernel, what
+        is known of each call's results in its calling context)."""
+        lowered = [k for k in (self.reader.lower(e, self.summaries, (sites or {}).get(e))
+                               for e in names) if k is not None]
+        found = {}
+        for kernel, result in zip(lowered, self.driver.run(
+                lowered, self.block, kernel_timeout=self.kernel_timeout), strict=True):
+            if isinstance(result, RuleError):
+                self.errors.append(ir.Diagnostic(
+                    "error", f"kernel {kernel.name}: {result}", self.reader.path,
+                    kernel.loc.line, kernel.loc.column))
+            else:
+                found[kernel.name] = result
+        return found
+
+    def contexts(self, kernels: list[KernelResult]
+                 ) -> dict[tuple[str, Context], FunctionContext]:
+        """Every function in every calling context that occurs below the kernels, level
+        by level (a context analysed before is not analysed again)."""
+        contexts: dict[tuple[str, Context], FunctionContext] = {}
+        pending = [(r, r.name) for r in kernels]
+        while pending:
+            wanted: dict[tuple[str, Context], list[tuple[str, int, int]]] = {}
+            for result, caller in pending:
+                for callee, context, line, column in call_contexts(result, self.summaries):
+                    key = (callee, context)
+                    site = (caller, line, column)
+                    if key in contexts:
+                        contexts[key].call_sites.append(site)
+                    elif key[0] in self.lowered:
+                        wanted.setdefault(key, []).append(site)
+            self.analyse_contexts([k for k in wanted if k not in self.analysed])
+            pending = []
+            for key, sites in wanted.items():
+                result = self.analysed[key]
+                if result is None:
+                    continue
+                found = contexts[key] = FunctionContext(key[0], key[1], result, sites)
+                result.name = found.label
+                result.calling_context = CallingContext(key[0], str(key[1]), sites)
+                pending.append((result, found.label))
+        return contexts
+
+    def analyse_contexts(self, keys: list[tuple[str, Context]]) -> None:
+        """Analyse functions in calling contexts, in one driver run."""
+        variants = [_in_context(self.lowered[f], context) for f, context in keys]
+        for key, result in zip(keys, self.driver.run(
+                variants, kernel_timeout=self.kernel_timeout), strict=True):
+            if isinstance(result, RuleError):
+                function = self.lowered[key[0]]
+                self.errors.append(ir.Diagnostic(
+                    "error", f"function {key[0]} ({key[1]}): {result}", self.reader.path,
+                    function.loc.line, function.loc.column))
+                result = None
+            self.analysed[key] = result
+
+
+def site_values(result: KernelResult, contexts: dict[tuple[str, Context], FunctionContext],
+                summaries: dict[str, CallSummary | None]
+                ) -> dict[tuple[int, int], dict[Slot, tuple]]:
+    """Per call site of an analysed kernel (line, column), what its callee's analysis in
+    that calling context knows of the results: ("constant", K) or ("affine", (a2, a1,
+    a0)) by output slot (nothing for uniform or divergent ones, which the summary says)."""
+    sites: dict[tuple[int, int], dict[Slot, tuple]] = {}
+    for callee, context, line, column in call_contexts(result, summaries):
+        found = contexts.get((callee, context))
+        if found is None:
+            continue
+        function = found.result
+        instrs = function.ssa.cfg.kernel.by_id()
+        claims = {v.name: v for v in function.variables}
+        values: dict[Slot, tuple] = {}
+        for n in function.ssa.cfg.kernel.attrs.get("call_return", ()):
+            for slot, var in zip(instrs[n].attrs["outputs"], function.ssa.uses[n],
+                                 strict=True):
+                claim = claims.get(var)
+                if claim is None:
+                    continue
+                if claim.klass == "constant" and claim.value is not None:
+                    values[slot] = ("constant", claim.value)
+                elif claim.klass in ("affine", "constaffine") and claim.affine is not None \
+                        and None not in claim.affine[:2]:
+                    values[slot] = ("affine", claim.affine)
+        if values:
+            sites[(line, column)] = values
+    return sites
+
+
 def analyze_calls(reader: FunctionReader, analysis: str = "simple",
                   block: BlockShape | None = None,
                   kernel_timeout: float | None = None) -> CallsAnalysis:
     """An analysis (`simple`, `affine`, `affine2`) of every kernel of a PTX file with
     call summaries (for launches with `block`, as `Analysis.run` takes it), and of every
     function in every calling context that occurs. A kernel the rules fail on (or that
-    overruns `kernel_timeout` seconds) is left out with an error diagnostic."""
+    overruns `kernel_timeout` seconds) is left out with an error diagnostic.
+
+    Two passes over the kernels: the first with each call's results as the summary says
+    (uniform or divergent, by the arguments they depend on); the second, for kernels
+    with a call whose callee, analysed in that call's context, returns a constant or an
+    affine value, with those values (`site_values`). The second is sound: its arguments
+    say at least as much as the first's, so each callee's context of the first pass
+    covers them, and each result it gives holds."""
     timing: dict[str, float] = {"parse": reader.parse_ms}
     start = time.perf_counter()
-    errors: list[ir.Diagnostic] = []  # the reader's diagnostics grow as it lowers
-    summaries, lowered = summarise(reader, errors)
+    run = _Run(reader, analysis, block, kernel_timeout)
     timing["summaries"] = (time.perf_counter() - start) * 1000
-    driver = get_analysis(analysis)
     start = time.perf_counter()
-    entries = [k for k in (reader.lower(e, summaries) for e in reader.entries)
-               if k is not None]
-    kernels = []
-    for kernel, result in zip(entries, driver.run(entries, block,
-                                                  kernel_timeout=kernel_timeout),
-                              strict=True):
-        if isinstance(result, RuleError):
-            errors.append(ir.Diagnostic("error", f"kernel {kernel.name}: {result}",
-                                        reader.path, kernel.loc.line, kernel.loc.column))
-        else:
-            kernels.append(result)
-    timing["kernels"] = (time.perf_counter() - start) * 1000
-    start = time.perf_counter()
-    contexts: dict[tuple[str, Context], FunctionContext] = {}
-    pending = [(r, r.name) for r in kernels]
-    while pending:
-        wanted: dict[tuple[str, Context], list[tuple[str, int, int]]] = {}
-        for result, caller in pending:
-            for callee, context, line, column in call_contexts(result, summaries):
-                key = (callee, context)
-                if key in contexts:
-                    contexts[key].call_sites.append((caller, line, column))
-                else:
-                    wanted.setdefault(key, []).append((caller, line, column))
-        keys = [k for k in wanted if k[0] in lowered]
-        variants = [_in_context(lowered[f], context) for f, context in keys]
-        pending = []
-        for key, result in zip(keys, driver.run(variants, kernel_timeout=kernel_timeout),
-                               strict=True):
-            if isinstance(result, RuleError):
-                function = lowered[key[0]]
-                errors.append(ir.Diagnostic(
-                    "error", f"function {key[0]} ({key[1]}): {result}", reader.path,
-                    function.loc.line, function.loc.column))
-                continue
-            found = contexts[key] = FunctionContext(key[0], key[1], result, wanted[key])
-            result.name = found.label
-            result.calling_context = CallingContext(key[0], str(key[1]), found.call_sites)
-            pending.append((result, found.label))
-    timing["contexts"] = (time.perf_counter() - start) * 1000
+    kernels = run.kernels(reader.entries)
+    contexts = run.contexts(list(kernels.values()))
+    sites = {name: found for name, result in kernels.items()
+             if (found := site_values(result, contexts, run.summaries))}
+    if sites:
+        kernels.update(run.kernels(list(sites), sites))
+        contexts = run.contexts(list(kernels.values()))
+    timing["kernels and contexts"] = (time.perf_counter() - start) * 1000
     functions = sorted(contexts.values(), key=lambda c: (c.function, str(c.context)))
-    return CallsAnalysis(reader.path, analysis, kernels, functions,
-                         {f: s for f, s in summaries.items() if s is not None},
-                         list(reader.diagnostics) + errors,
-                         timing, reader)
+    ordered = [kernels[e] for e in reader.entries if e in kernels]
+    return CallsAnalysis(reader.path, analysis, ordered, functions,
+                         {f: s for f, s in run.summaries.items() if s is not None},
+                         list(reader.diagnostics) + run.errors, timing, reader)

@@ -204,6 +204,10 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
                 value = constant_inputs.get(instr.dest)
                 if value is not None and fits(value):
                     add(f"const({name},{value})")
+        if instr is not None and "affine" in instr.attrs:  # a call's known affine result
+            for degree, value in enumerate(instr.attrs["affine"][::-1]):
+                if value is not None:
+                    add(f"affine_input({name},{degree},{value})")
         for pointer in instr.attrs.get("via_inputs", ()) if instr is not None else ():
             add(f"local_via({name},{q(inputs[pointer])})")
         if why is not None:

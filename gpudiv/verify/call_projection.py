@@ -274,6 +274,8 @@ class _Reasons:
     def __init__(self, projector: _Projector, inlined: KernelResult):
         self.projector = projector
         self.inline_promoted = _depots(inlined)
+        self.irreducible = any(len(loop.headers) > 1
+                               for loop in inlined.ssa.cfg.loops.values())
 
     def unpromoted(self, suffix: str) -> set[str]:
         """The frame's own stack objects that inlining promotes and the summaries do not."""
@@ -305,6 +307,10 @@ class _Reasons:
             return ("an affine value that crosses a call: a summary gives a call's result "
                     "back as uniform, a literal or divergent, and takes an argument whose "
                     "tid coefficients are not known as divergent")
+        if self.irreducible:
+            return ("an irreducible cycle: its loops are found from other headers once the "
+                    "calls are inlined (more blocks, another depth-first order), and the "
+                    "values that leave them are gated by other exits")
         return "differs from inlining (no known cause: please report it)"
 
     def escaped(self, frame: str, lost: set[str]) -> str:

@@ -37,7 +37,7 @@ CALL_SAMPLES = [pytest.param(SAMPLES / "cuda" / f"{name}.{build}.ptx", analysis,
 SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
 KNOWN_CAUSES = ("a constant that comes from a call's literal arguments",
                 "the stack frame of", "a divergent argument: the stack frame of",
-                "a call's result: the stack frame of",
+                "a call's result: the stack frame of", "an irreducible cycle",
                 "an affine value that crosses a call")
 
 

@@ -65,12 +65,14 @@ class FunctionReader:
                     found.add(callee.name)
         return found
 
-    def lower(self, name: str, summaries: dict[str, CallSummary]) -> ir.Kernel | None:
+    def lower(self, name: str, summaries: dict[str, CallSummary | None],
+              sites: dict[tuple[int, int], dict] | None = None) -> ir.Kernel | None:
         """A kernel or `.func` with its calls as summaries (None: it cannot be lowered;
-        the reason is among the diagnostics)."""
+        the reason is among the diagnostics); `sites`: what is known of the results of
+        the call at (line, column) (`_KernelLowering.summary_call`)."""
         with _gc_paused():
             return self.reader.lower_kernel(self.unit, self.unit.functions[name],
-                                            inline=False, summaries=summaries)
+                                            inline=False, summaries=summaries, sites=sites)
 
     def inlined(self, name: str) -> ir.Kernel | None:
         """A kernel as `gpudiv analyze` reads it: every call inlined."""

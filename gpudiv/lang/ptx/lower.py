@@ -120,13 +120,17 @@ class _KernelLowering:
 
     def __init__(self, unit: _Unit, info: _FuncInfo, diagnostics: list[ir.Diagnostic],
                  inline: bool = True,
-                 summaries: dict[str, CallSummary | None] | None = None):
+                 summaries: dict[str, CallSummary | None] | None = None,
+                 sites: dict[tuple[int, int], dict] | None = None):
         self.unit = unit
         self.inline = inline  # calls to bodies of the file inlined, else kept as calls
         # Calls to these functions become their summaries (`summary_call`), the others
         # (and those mapped to None: no summary could be made) opaque calls; None:
         # calls are inlined or kept as `inline` says.
         self.summaries = summaries
+        # (line, column) of a call → output slot → what its callee's analysis in that
+        # call's context knows of it: ("constant", K) or ("affine", (a2, a1, a0))
+        self.sites = sites or {}
         # Inlined calls: frame suffix → (the caller's frame suffix, the call's line and
         # column, the callee): how inlined copies map to call sites (call summaries).
         self.call_instances: dict[str, tuple[str, int, int, str]] = {}
@@ -876,7 +880,16 @@ class _KernelLowering:
         produced = [self.instr(frame, pi, ir.OPAQUE, args=everything, operator="call",
                                attrs={**attrs, "call_inputs": call_inputs})]
 
-        def result(dest: str, outputs: list[SummaryOutput]) -> ir.Instruction:
+        known = self.sites.get((pi.line, pi.column), {})
+
+        def result(dest: str, outputs: list[SummaryOutput],
+                   slots: list[Slot]) -> ir.Instruction:
+            value = known.get(slots[0]) if len(slots) == 1 else None
+            if value is not None and value[0] == "constant":
+                return self.copy(frame, pi, dest, [ir.Const(value[1])], **attrs)
+            if value is not None:  # affine: its coefficients, for the affine rules
+                return self.instr(frame, pi, ir.OPAQUE, dest=dest, args=everything,
+                                  operator="call", attrs={**attrs, "affine": value[1]})
             unbound = any(d not in operands for out in outputs
                           for d in (*out.depends, *out.local))
             if unbound or any(out.intrinsic for out in outputs):
@@ -906,12 +919,13 @@ class _KernelLowering:
             if target is not None:
                 for o in written:
                     output = summary.outputs.get((param.name, o), missing)
-                    produced.append(result(_slot(target, o), [output]))
+                    produced.append(result(_slot(target, o), [output], [(param.name, o)]))
                 self.slots[target] = set(written)
                 continue
             seen = [0] if 0 in written or param.space == ".reg" else written
             outputs = [summary.outputs.get((param.name, o), missing) for o in seen]
-            produced += [result(dest, outputs) for dest in self.dests(frame, ret)]
+            slots = [(param.name, o) for o in seen]
+            produced += [result(dest, outputs, slots) for dest in self.dests(frame, ret)]
         self.emit(frame, pi, produced)
 
     def lower_function(self, frame: _Frame) -> None:

@@ -213,7 +213,8 @@ class _Reader:
                     parse_ms / len(entries) + (time.perf_counter() - start) * 1000)
 
     def lower_kernel(self, unit: _Unit, fn: PFunction, inline: bool | None = None,
-                     summaries: dict[str, CallSummary | None] | None = None
+                     summaries: dict[str, CallSummary | None] | None = None,
+                     sites: dict[tuple[int, int], dict] | None = None
                      ) -> ir.Kernel | None:
         """One `.entry` as an IR kernel. Canonical (the default): calls inlined, guarded
         definitions as selects; else calls kept as calls (`inline`: unless told) and
@@ -223,7 +224,8 @@ class _Reader:
         parameters become `call.input` definitions, not kernel parameters."""
         info = unit.info(fn.name)
         lowering = _KernelLowering(unit, info, self.program.diagnostics,
-                                   self.canonical if inline is None else inline, summaries)
+                                   self.canonical if inline is None else inline, summaries,
+                                   sites)
         if fn.kind == "func":
             lowering.lower_function(_Frame(info, ret_label="$ret", stack=(fn.name,)))
         else:
