@@ -49,11 +49,13 @@ from gpudiv.lang.ptx.kernel import local_registers
 
 SUMMARY_RULES = ("cfg.lp", "call_summary.lp")
 
+
 @dataclass(frozen=True)
 class Context:
-    """A calling context: the callee's inputs whose arguments are divergent at the call
-    site, and its pointer inputs whose arguments may point into the caller's
-    thread-private stack frame."""
+    """A calling context: what the caller's analysis says of each argument at the call
+    site (divergent, affine with known tid coefficients, a literal; uniform when not
+    listed), and which pointer inputs get addresses into the caller's thread-private
+    stack frame."""
 
     divergent: frozenset[Slot] = frozenset()
     local: frozenset[Slot] = frozenset()
@@ -85,9 +87,8 @@ class _Summarised:
 
 @dataclass
 class FunctionContext:
-    """One function analysed in one calling context: the simple analysis' result, the
-    divergent inputs, and the call sites (kernel or function with its context, line,
-    column) that have this context."""
+    """One function analysed in one calling context: the analysis' result and the call
+    sites (kernel, or function with its context; line, column) that have this context."""
 
     function: str
     context: Context
@@ -112,13 +113,14 @@ class CallsAnalysis:
     diagnostics: list[ir.Diagnostic]
     timing_ms: dict[str, float]
     reader: FunctionReader
+    _by_key: dict[tuple[str, Context], FunctionContext] = field(default_factory=dict,
+                                                                 repr=False)
 
     def context(self, function: str, context: Context) -> FunctionContext:
-        """The result of one function in one context."""
-        for found in self.functions:
-            if found.function == function and found.context == context:
-                return found
-        raise KeyError((function, context))
+        """The result of one function in one context (KeyError if it was not analysed)."""
+        if len(self._by_key) != len(self.functions):
+            self._by_key.update({(f.function, f.context): f for f in self.functions})
+        return self._by_key[(function, context)]
 
 
 def _slot_name(slot: Slot) -> str:

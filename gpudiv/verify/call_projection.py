@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from gpudiv import ir
 from gpudiv.analyses import get_analysis
-from gpudiv.analyses.call_summaries import CallsAnalysis, call_contexts
+from gpudiv.analyses.call_summaries import CallsAnalysis, Context, call_contexts
 from gpudiv.analyses.results import BranchResult, KernelResult, VariableResult
 
 # How much a class says (a variable whose reads disagree gets the weaker claim): uniform
@@ -128,6 +128,7 @@ class _Projector:
         self.branch_claims: dict[int, bool] = {}
         self.conflicts: set[str] = set()
         self.frame_names: dict[str, str] = {"": kernel.name}
+        self.sites: dict[int, dict[tuple[str, int, int], Context]] = {}
 
     def result_of(self, suffix: str) -> KernelResult | None:
         """The analysis of the frame an inlined copy stands for (None: not summarised)."""
@@ -137,18 +138,26 @@ class _Projector:
         caller = self.result_of(parent)
         found = None
         if caller is not None:
-            for name, context, at_line, at_column in call_contexts(caller,
-                                                                   self.calls.summaries):
-                if (name, at_line, at_column) == (callee, line, column):
-                    try:
-                        function = self.calls.context(name, context)
-                    except KeyError:
-                        break
-                    found = function.result
-                    self.frame_names[suffix] = function.label
-                    break
+            context = self.sites_of(caller).get((callee, line, column))
+            try:
+                function = self.calls.context(callee, context)
+            except KeyError:  # not summarised (recursive, or no summary could be made)
+                function = None
+            if function is not None:
+                found = function.result
+                self.frame_names[suffix] = function.label
         self.results[suffix] = found
         return found
+
+    def sites_of(self, caller: KernelResult) -> dict[tuple[str, int, int], Context]:
+        """The summarised call sites of a kernel or function and their contexts (computed
+        once per caller: a kernel may hold hundreds of inlined calls)."""
+        known = self.sites.get(id(caller))
+        if known is None:
+            known = self.sites[id(caller)] = {
+                (name, line, column): context for name, context, line, column
+                in call_contexts(caller, self.calls.summaries)}
+        return known
 
     def claim(self, name: str | None, claim: Claim) -> None:
         if name is None:
