@@ -366,7 +366,9 @@ def site_values(result: KernelResult, contexts: dict[tuple[str, Context], Functi
                 ) -> dict[tuple[int, int], dict[Slot, tuple]]:
     """Per call site of an analysed kernel (line, column), what its callee's analysis in
     that calling context knows of the results: ("constant", K) or ("affine", (a2, a1,
-    a0)) by output slot (nothing for uniform or divergent ones, which the summary says)."""
+    a0)) by output slot; only what the kernel's result does not say already (nothing
+    for uniform or divergent results, which the summary says)."""
+    said = _said_of_results(result)
     sites: dict[tuple[int, int], dict[Slot, tuple]] = {}
     for callee, context, line, column in call_contexts(result, summaries):
         found = contexts.get((callee, context))
@@ -383,13 +385,36 @@ def site_values(result: KernelResult, contexts: dict[tuple[str, Context], Functi
                 if claim is None:
                     continue
                 if claim.klass == "constant" and claim.value is not None:
-                    values[slot] = ("constant", claim.value)
+                    value: tuple = ("constant", claim.value)
                 elif claim.klass in ("affine", "constaffine") and claim.affine is not None \
                         and None not in claim.affine[:2]:
-                    values[slot] = ("affine", claim.affine)
+                    value = ("affine", claim.affine)
+                else:
+                    continue
+                if said.get((line, column, slot)) != value:
+                    values[slot] = value
         if values:
             sites[(line, column)] = values
     return sites
+
+
+def _said_of_results(result: KernelResult) -> dict[tuple[int, int, Slot], tuple]:
+    """What an analysed kernel says of each summarised call's results, in the form of
+    `site_values`: (line, column, output slot) → ("constant", K) or ("affine", (a2, a1,
+    a0)); absent when it says less."""
+    claims = {v.name: v for v in result.variables}
+    said: dict[tuple[int, int, Slot], tuple] = {}
+    for instr in result.ssa.cfg.kernel.instructions():
+        slot = instr.attrs.get("output")
+        claim = claims.get(result.ssa.defs.get(instr.id)) if slot is not None else None
+        if claim is None:
+            continue
+        key = (instr.loc.line, instr.loc.column, slot)
+        if claim.klass == "constant":
+            said[key] = ("constant", claim.value)
+        elif claim.klass in ("affine", "constaffine"):
+            said[key] = ("affine", claim.affine)
+    return said
 
 
 def analyze_calls(reader: FunctionReader, analysis: str = "simple",

@@ -884,6 +884,13 @@ class _KernelLowering:
 
         def result(dest: str, outputs: list[SummaryOutput],
                    slots: list[Slot]) -> ir.Instruction:
+            made = result_of(dest, outputs, slots)
+            if len(slots) == 1:  # which output it is (`call_summaries.site_values`)
+                made.attrs["output"] = slots[0]
+            return made
+
+        def result_of(dest: str, outputs: list[SummaryOutput],
+                      slots: list[Slot]) -> ir.Instruction:
             value = known.get(slots[0]) if len(slots) == 1 else None
             if value is not None and value[0] == "constant":
                 return self.copy(frame, pi, dest, [ir.Const(value[1])], **attrs)
