@@ -66,12 +66,22 @@ class Context:
     affine: frozenset[tuple[Slot, int, int]] = frozenset()
 
     def __str__(self) -> str:
-        parts = [f"divergent: {', '.join(_slot_name(s) for s in sorted(self.divergent))}"
+        return self.describe()
+
+    def describe(self, function: str = "") -> str:
+        """In words: `divergent: param_1; local: param_0; param_2 = 4` (parameter names
+        without the function's name in front, as nvcc writes them)."""
+        def name(slot: Slot) -> str:
+            text = _slot_name(slot)
+            return text[len(function) + 1:] if function and text.startswith(
+                function + "_") else text
+
+        parts = [f"divergent: {', '.join(name(s) for s in sorted(self.divergent))}"
                  if self.divergent else "",
-                 f"local: {', '.join(_slot_name(s) for s in sorted(self.local))}"
+                 f"local: {', '.join(name(s) for s in sorted(self.local))}"
                  if self.local else "",
-                 ", ".join(f"{_slot_name(s)} = {k}" for s, k in sorted(self.constants)),
-                 ", ".join(f"{_slot_name(s)} = {a2}·tid² + {a1}·tid + ⊥"
+                 ", ".join(f"{name(s)} = {k}" for s, k in sorted(self.constants)),
+                 ", ".join(f"{name(s)} = {a2}·tid² + {a1}·tid + ⊥"
                            for s, a2, a1 in sorted(self.affine))]
         return "; ".join(p for p in parts if p) or "uniform inputs"
 
@@ -97,8 +107,8 @@ class FunctionContext:
 
     @property
     def label(self) -> str:
-        """`name(divergent: a, b; local: p)` or `name(uniform inputs)` for reports."""
-        return f"{self.function}({self.context})"
+        """`name(divergent: param_0; local: param_1)` or `name(uniform inputs)`."""
+        return f"{self.function}({self.context.describe(self.function)})"
 
 
 @dataclass
@@ -343,7 +353,8 @@ class _Run:
                     continue
                 found = contexts[key] = FunctionContext(key[0], key[1], result, sites)
                 result.name = found.label
-                result.calling_context = CallingContext(key[0], str(key[1]), sites)
+                result.calling_context = CallingContext(key[0], key[1].describe(key[0]),
+                                                        sites)
                 pending.append((result, found.label))
         return contexts
 
