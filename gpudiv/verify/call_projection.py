@@ -116,6 +116,27 @@ def _block_unsuffixed(label: str, suffix: str) -> str:
     return "^".join(_unsuffixed(part, suffix) for part in label.split("^"))
 
 
+@dataclass
+class _View:
+    """What the projection looks up in one analysed kernel or function (built once per
+    result: every inlined copy of a function in one context shares it)."""
+
+    instructions: dict[tuple, ir.Instruction]  # (line, column, k) → instruction
+    claims: dict[str, Claim]
+    joins: dict[tuple, str]  # (register, block, kind) → the φ, η or rejoin copy
+    uniform_branches: set[int]  # instruction ids
+
+
+def _view(result: KernelResult) -> _View:
+    seen: dict[tuple, int] = {}
+    variables = result.ssa.variables.values()
+    return _View({_key(i, seen, "")[1:]: i for i in result.ssa.cfg.kernel.instructions()},
+                 _claims_of(result),
+                 {(v.source, v.block, v.phi_kind): v.name for v in variables
+                  if v.instruction is None and v.phi_kind is not None},
+                 {b.instruction for b in result.branches if not b.divergent})
+
+
 class _Projector:
     """Carries the claims of the summarised frames onto one inlined kernel."""
 
@@ -129,6 +150,12 @@ class _Projector:
         self.conflicts: set[str] = set()
         self.frame_names: dict[str, str] = {"": kernel.name}
         self.sites: dict[int, dict[tuple[str, int, int], Context]] = {}
+        self.views: dict[int, _View] = {}
+
+    def view(self, result: KernelResult) -> _View:
+        if id(result) not in self.views:
+            self.views[id(result)] = _view(result)
+        return self.views[id(result)]
 
     def result_of(self, suffix: str) -> KernelResult | None:
         """The analysis of the frame an inlined copy stands for (None: not summarised)."""
@@ -174,8 +201,6 @@ class _Projector:
     def project(self) -> None:
         kernel = self.inlined.ssa.cfg.kernel
         frames = _frames(kernel)
-        summarised: dict[str, dict[tuple, ir.Instruction]] = {}
-        summary_claims: dict[str, dict[str, Claim]] = {}
         seen: dict[tuple, int] = {}
         uses = self.inlined.ssa.uses
         branches = {b.instruction: b for b in self.inlined.ssa.branches}
@@ -185,12 +210,10 @@ class _Projector:
             key = _key(instr, seen, suffix)
             if result is None:
                 continue
-            if suffix not in summarised:
-                summarised[suffix] = _instructions_by_key(result)
-                summary_claims[suffix] = _claims_of(result)
-            twin = summarised[suffix].get(key[1:])
-            claims = summary_claims[suffix]
-            first = summarised[suffix].get((*key[1:3], 0))
+            view = self.view(result)
+            twin = view.instructions.get(key[1:])
+            claims = view.claims
+            first = view.instructions.get((*key[1:3], 0))
             if first is not None and "callee" in first.attrs:
                 # A summarised call's group is lowered differently (parameter and result
                 # copies against one `call` and its results): only the arguments match.
@@ -209,13 +232,11 @@ class _Projector:
             if mine is not None and their in claims:
                 self.claim(mine, claims[their])
             if instr.id in branches:
-                uniform = {b.instruction for b in result.branches if not b.divergent}
-                self.branch_claims[instr.id] = twin.id in uniform
+                self.branch_claims[instr.id] = twin.id in view.uniform_branches
 
     def project_joins(self) -> None:
         """φ, η and rejoin variables, matched by register and block (a φ that only feeds
         other φs is read by no instruction)."""
-        summarised: dict[str, dict[tuple, str]] = {}
         for var in self.inlined.ssa.variables.values():
             if var.instruction is not None or var.phi_kind is None or var.name in self.claims:
                 continue
@@ -223,15 +244,11 @@ class _Projector:
             result = self.results.get(suffix)
             if result is None:
                 continue
-            if suffix not in summarised:
-                summarised[suffix] = {(v.source, v.block, v.phi_kind): v.name
-                                      for v in result.ssa.variables.values()
-                                      if v.instruction is None and v.phi_kind is not None}
-            their = summarised[suffix].get((_unsuffixed(var.source, suffix),
-                                            _block_unsuffixed(var.block, suffix),
-                                            var.phi_kind))
-            if their is not None and their in (known := _claims_of(result)):
-                self.claim(var.name, known[their])
+            view = self.view(result)
+            their = view.joins.get((_unsuffixed(var.source, suffix),
+                                    _block_unsuffixed(var.block, suffix), var.phi_kind))
+            if their in view.claims:
+                self.claim(var.name, view.claims[their])
 
     def project_arguments(self, instr: ir.Instruction, suffix: str, result: KernelResult,
                           call: ir.Instruction, claims: dict[str, Claim]) -> None:
@@ -246,11 +263,6 @@ class _Projector:
                 their = by_name.get(_unsuffixed(arg.name, suffix))
                 if their in claims:
                     self.claim(mine, claims[their])
-
-
-def _instructions_by_key(result: KernelResult) -> dict[tuple, ir.Instruction]:
-    seen: dict[tuple, int] = {}
-    return {_key(i, seen, "")[1:]: i for i in result.ssa.cfg.kernel.instructions()}
 
 
 def _projected_result(inlined: KernelResult, claims: dict[str, Claim],
