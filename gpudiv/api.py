@@ -119,12 +119,17 @@ def analyze(source: str | Path | ir.Program, analysis: str = DEFAULT_ANALYSIS,
                                                     int(column)))
             continue
         kernel_result.timing_ms["parse"] = program.parse_ms.get(kernel.name, 0.0)
-        for warning, loc in kernel_result.warnings:
-            result.diagnostics.append(ir.Diagnostic(
-                "warning", f"kernel {kernel.name}: {warning}", program.path, loc.line,
-                loc.column))
+        result.diagnostics += _warnings(kernel_result, program.path)
         result.kernels.append(kernel_result)
     return result
+
+
+def _warnings(result: KernelResult, path: str) -> list[ir.Diagnostic]:
+    """The warnings of an analysed kernel (or function in a calling context) as
+    diagnostics of its file."""
+    what = "function" if result.calling_context else "kernel"
+    return [ir.Diagnostic("warning", f"{what} {result.name}: {warning}", path, loc.line,
+                          loc.column) for warning, loc in result.warnings]
 
 
 def analyze_with_summaries(source: str | Path | ir.Program,
@@ -156,11 +161,7 @@ def analyze_with_summaries(source: str | Path | ir.Program,
                           {k.name: calls.timing_ms["parse"] / max(len(calls.kernels), 1)
                            for k in calls.kernels}, calls=calls)
     for kernel_result in results:
-        what = ("function" if kernel_result.calling_context else "kernel")
-        for warning, loc in kernel_result.warnings:
-            result.diagnostics.append(ir.Diagnostic(
-                "warning", f"{what} {kernel_result.name}: {warning}", str(path), loc.line,
-                loc.column))
+        result.diagnostics += _warnings(kernel_result, str(path))
     result.diagnostics.sort(key=lambda d: (d.line, d.column))
     return result
 
@@ -170,19 +171,19 @@ def compare_calls(source: str | Path, analysis: str = DEFAULT_ANALYSIS
     """Call summaries against inlining on one PTX file: for each kernel, the summaries'
     claims carried onto its inlined form and every variable whose class differs from
     the same analysis of that form, with why (`gpudiv.verify.call_projection`)."""
-    from gpudiv.verify.call_projection import project
+    from gpudiv.verify.call_projection import project_each
 
     analysed = analyze_with_summaries(source, analysis)
     if analysed.calls is None:
         return analysed, []
     projections = []
-    for kernel in analysed.calls.kernels:
-        try:
-            projections.append(project(analysed.calls, kernel.name))
-        except ValueError as error:  # its inlined form cannot be built: say so, go on
-            analysed.diagnostics.append(ir.Diagnostic("error", str(error), analysed.path,
-                                                      kernel.ssa.cfg.kernel.loc.line,
-                                                      kernel.ssa.cfg.kernel.loc.column))
+    for kernel, found in project_each(analysed.calls):
+        if isinstance(found, ValueError):  # its inlined form cannot be built: say so, go on
+            loc = kernel.ssa.cfg.kernel.loc
+            analysed.diagnostics.append(ir.Diagnostic("error", str(found), analysed.path,
+                                                      loc.line, loc.column))
+        else:
+            projections.append(found)
     return analysed, projections
 
 
@@ -317,16 +318,12 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
 
 def _projected(calls: CallsAnalysis) -> list[KernelResult | CheckReport]:
     """The summaries' claims on each inlined kernel, or why a kernel cannot be checked."""
-    from gpudiv.verify.call_projection import project
+    from gpudiv.verify.call_projection import project_each
     from gpudiv.verify.oracle import CheckReport
 
-    results: list[KernelResult | CheckReport] = []
-    for kernel in calls.kernels:
-        try:
-            results.append(project(calls, kernel.name).projected)
-        except ValueError as error:
-            results.append(CheckReport(kernel.name, status="not-executed", reason=str(error)))
-    return results
+    return [CheckReport(kernel.name, status="not-executed", reason=str(found))
+            if isinstance(found, ValueError) else found.projected
+            for kernel, found in project_each(calls)]
 
 
 @dataclass

@@ -385,6 +385,17 @@ def project(calls: CallsAnalysis, kernel: str) -> Projection:
     return projection
 
 
+def project_each(calls: CallsAnalysis) -> list[tuple[KernelResult, Projection | ValueError]]:
+    """Each kernel with its projection, or why its inlined form cannot be built."""
+    found: list[tuple[KernelResult, Projection | ValueError]] = []
+    for kernel in calls.kernels:
+        try:
+            found.append((kernel, project(calls, kernel.name)))
+        except ValueError as error:
+            found.append((kernel, error))
+    return found
+
+
 def _frame_suffix(label: str) -> str:
     """The frame suffix of a block label (`$L__BB3_2@4` → `@4`)."""
     head, at, tail = label.rpartition("@")
