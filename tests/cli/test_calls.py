@@ -6,17 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudiv.cli import main
+from tests.cli.test_main import run_cli
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 MANY_CALLS = str(SAMPLES / "cuda" / "many_calls.G.ptx")
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 def test_analyze_with_summaries_reports_kernels_then_functions_per_context(capsys):

@@ -7,13 +7,7 @@ import pytest
 from gpudiv.cli import main
 from gpudiv.verify.randprog import random_program
 from gpudiv.verify.randptx import random_ptx
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
+from tests.cli.test_main import run_cli
 
 
 def test_prints_the_program_of_a_seed(capsys):
