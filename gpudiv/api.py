@@ -34,6 +34,31 @@ EXECUTABLE_LANGUAGES = ("musimd", "ptx")
 CALL_MODES = ("inline", "summary")
 
 
+# How the PTX interpreter runs a kernel's calls to functions of its file (`kernel_to_run`).
+RUN_CALL_MODES = ("auto", "inline", "call")
+
+
+def kernel_to_run(path: str | Path, kernel: ir.Kernel, calls: str = "auto") -> ir.Kernel:
+    """The form of a PTX kernel (as `load` reads it: calls inlined) that the interpreter
+    runs: `inline` as it is; `call` with its calls run as calls (each function lowered
+    once, `gpudiv.interp.ptx_calls`); `auto` as it is unless inlining left a call to a
+    function of the file opaque (recursion, or nesting deeper than the inliner goes).
+    ValueError when the calls cannot be kept."""
+    if calls not in RUN_CALL_MODES:
+        raise ValueError(f"unknown call mode '{calls}' (one of {', '.join(RUN_CALL_MODES)})")
+    if calls == "inline" or (calls == "auto" and not kernel.attrs.get("calls_not_inlined")):
+        return kernel
+    from gpudiv.lang.ptx.functions import FunctionReader
+
+    reader = FunctionReader(read_source(Path(path)), str(path))
+    kept = reader.executable(kernel.name) if kernel.name in reader.entries else None
+    if kept is None:
+        errors = [str(d) for d in reader.diagnostics if d.severity == "error"]
+        raise ValueError(f"kernel {kernel.name}: cannot keep its calls as calls"
+                         + (f" ({errors[0]})" if errors else ""))
+    return kept
+
+
 @dataclass
 class FileAnalysis:
     """The analysis of every kernel of one file, with the file's diagnostics."""

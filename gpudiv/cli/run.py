@@ -96,9 +96,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                                           args.kernel))
     if args.max_steps < 0:
         raise CommandError("error: --max-steps must be 0 or more")
+    if getattr(args, "stack_size", 0) < 0:
+        raise CommandError(f"{args.file}: error: --stack-size must be 0 or more")
     if args.aware_timeout < 0:
         raise CommandError(f"{args.file}: error: --aware-timeout must not be negative")
     if program.language == "ptx":  # grids of blocks, typed arguments: gpudiv.cli.run_ptx
+        try:
+            kernel = api.kernel_to_run(args.file, kernel, args.calls)
+        except ValueError as error:
+            raise CommandError(f"{args.file}: error: {error}") from None
         status = ptxrun.run_command(args, args.file, kernel)
         return EXIT_ERROR if failed else status
     if args.arg or args.grid != "1" or args.block != "32":
@@ -226,4 +232,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="dynamic shared memory per block")
     ptx.add_argument("--seed", type=int, default=0,
                      help="random seed of `random` buffers")
+    ptx.add_argument("--calls", choices=("auto", "inline", "call"), default="auto",
+                     help="calls to functions of the file: inlined, or run as calls (each "
+                          "function once, a frame per call); auto: inlined unless the "
+                          "kernel recurses (default: auto)")
+    ptx.add_argument("--stack-size", type=int, default=1024, metavar="BYTES",
+                     help="stack per thread for the frames of recursive calls (CUDA's "
+                          "default limit; default: 1024)")
     run.set_defaults(handler=cmd_run)

@@ -263,6 +263,7 @@ def run_command(args, path: str, kernel: ir.Kernel) -> int:
             print(f"{path}: {warning}", file=sys.stderr)
         launch = PtxLaunch(grid, block, values, dynamic_shared=args.dynamic_shared,
                            max_steps=args.max_steps, reconvergence=args.reconvergence,
+                           stack_size=args.stack_size,
                            aware_timeout=getattr(args, "aware_timeout", AWARE_TIMEOUT) or None)
         trace: list | None = [] if args.trace else None
         if getattr(args, "compare_reconvergence", False):

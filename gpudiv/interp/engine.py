@@ -43,8 +43,8 @@ from gpudiv.interp.simt import (
 )
 from gpudiv.ir import cfg as cfg_module
 
-# Control codes of a prepared instruction.
-EXEC, BRANCH, JUMP, SYNC, STOP, BARRIER, NOP, FAIL = range(8)
+# Control codes of a prepared instruction (CALL and RET: PTX calls run as calls).
+EXEC, BRANCH, JUMP, SYNC, STOP, BARRIER, NOP, FAIL, CALL, RET = range(10)
 
 QUANTUM = 1000
 # The IR annotation of an explicit reconvergence point (`ir.RECONVERGE`).
@@ -120,6 +120,15 @@ class Semantics(Protocol):
 
     def lane_ids(self, lanes: np.ndarray) -> list[int]:
         """Lanes as the messages name them (μ-SIMD thread ids, PTX lane ids)."""
+        ...
+
+    def enter(self, op, top: list, warp: int) -> tuple[np.ndarray | None, object]:
+        """A CALL: pass the arguments; (which lanes of `top` call: None for all, the
+        activation the control object keeps until the callee returns)."""
+        ...
+
+    def leave(self, op, top: list, warp: int, activation) -> None:
+        """A RET of the activation `enter` made: pass the results back."""
         ...
 
 
@@ -307,6 +316,13 @@ class Engine:
             elif code == STOP:
                 self._policy(control.stop, top, pc, index)
                 continue
+            elif code == CALL:
+                entering, activation = sem.enter(op, top, index)
+                self._policy(control.call, top, pc, index, pc, op.target, entering,
+                             activation)
+            elif code == RET:
+                activation = self._policy(control.ret, top, pc, index)
+                sem.leave(op, top, index, activation)
             elif code == BARRIER:
                 held = sem.barrier_held(op, top)
                 if held is not None:

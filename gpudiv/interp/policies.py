@@ -29,6 +29,10 @@ EMPTY = np.zeros(0, dtype=np.int64)
 EMPTY.flags.writeable = False
 
 
+CALLS_NEED_IPDOM = ("a call run as a call (recursion) needs the ipdom reconvergence "
+                    "policy")
+
+
 class PolicyFault(Exception):
     """A control operation the policy cannot perform (the engine adds kernel and line)."""
 
@@ -56,6 +60,16 @@ def entry(pc: int, lanes: np.ndarray, extra) -> list:
     """A control entry [pc, lanes, sel, extra]."""
     lanes = frozen(lanes)
     return [pc, lanes, selector(lanes), extra]
+
+
+class _NoCalls:
+    """A policy that cannot run calls as calls (only `IpdomStack` can)."""
+
+    def call(self, top: list, pc: int, target: int, entering, activation) -> None:
+        raise PolicyFault(CALLS_NEED_IPDOM, top[1])
+
+    def ret(self, top: list):
+        raise PolicyFault(CALLS_NEED_IPDOM, top[1])
 
 
 class IpdomStack:
@@ -114,6 +128,33 @@ class IpdomStack:
         """Reconvergence is automatic: `sync` does nothing."""
         top[0] = pc + 1
 
+    def call(self, top: list, pc: int, target: int, entering: np.ndarray | None,
+             activation) -> None:
+        """A call: the lanes of `top` wait after it, the calling ones (`entering`, None:
+        all) run the callee in an entry of their own whose reconvergence point is the
+        activation (never a pc: only `ret` ends it, so no pc of a recursive activation
+        can be taken for an outer one's)."""
+        lanes = top[1]
+        top[0] = pc + 1
+        if entering is not None:
+            if not entering.any():
+                return
+            if not entering.all():
+                lanes = lanes[entering]
+        self.stack.append(entry(target, lanes, activation))
+        depth = len(self.stack)
+        if depth > self.counters.max_stack_depth:
+            self.counters.max_stack_depth = depth
+
+    def ret(self, top: list):
+        """A return: end the callee's entry; its lanes go on after the call. Returns the
+        activation `call` was given."""
+        if self.stack[-1] is not top or isinstance(top[3], int):
+            raise PolicyFault("return from a function whose lanes have not reconverged",
+                              top[1])
+        self.stack.pop()
+        return top[3]
+
     def stop(self, top: list) -> None:
         """Retire the active lanes from every entry; drop entries left without lanes."""
         gone = top[1]
@@ -158,7 +199,7 @@ class IpdomStack:
         return out
 
 
-class SyncStack:
+class SyncStack(_NoCalls):
     """The seed's sync stack; nodes are [branch pc, done lanes, resume pc, todo lanes]."""
 
     grouped = False
@@ -267,7 +308,7 @@ class SyncStack:
                 if len(n[1]) or len(n[3])]
 
 
-class Groups:
+class Groups(_NoCalls):
     """Groups of lanes, each at its own pc: entries [pc, lanes, sel, parked] where parked
     is False, "barrier" or "collective". The frontier policy runs the group with the
     lowest pc (the fixed block priority is the layout order) and merges groups that meet;
@@ -471,7 +512,7 @@ class Meeting:
         self.since: int | None = None
 
 
-class Aware:
+class Aware(_NoCalls):
     """AWARE's warp splits (ElTantawy & Aamodt, MICRO 2016, §IV-B): entries [pc, lanes,
     sel, meeting, blocked] in a FIFO; the first one that is not blocked at a barrier
     runs. Every conditional branch sends the running split to the tail (a divergent one

@@ -89,6 +89,9 @@ class PtxLaunch:
     # `aware`: warp steps that lanes wait at a reconvergence point before they go on
     # without the others (AWARE's timed-out reconvergence); None: they wait forever.
     aware_timeout: int | None = AWARE_TIMEOUT
+    # Bytes of stack per thread for the frames of recursive calls (CUDA's default
+    # `cudaLimitStackSize`); deeper recursion stops the run with a stack overflow.
+    stack_size: int = 1024
     # The register that "tid" stands for in affine claims (gpudiv.verify.oracle.ClaimObserver).
     thread_index: ClassVar[str] = "%tid.x"
 
@@ -161,6 +164,8 @@ def check_launch(kernel: ir.Kernel, launch: PtxLaunch) -> None:
         raise ValueError("max_steps must not be negative")
     if launch.dynamic_shared < 0:
         raise ValueError("dynamic_shared must not be negative")
+    if launch.stack_size < 0:
+        raise ValueError("stack_size must not be negative")
     if launch.reconvergence not in RECONVERGENCE_MODES:
         raise ValueError(f"reconvergence must be one of {', '.join(RECONVERGENCE_MODES)}")
     if launch.aware_timeout is not None and launch.aware_timeout < 1:

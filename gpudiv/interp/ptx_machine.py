@@ -14,17 +14,20 @@ from gpudiv.interp import ptx_texture
 from gpudiv.interp.engine import (
     BARRIER,
     BRANCH,
+    CALL,
     EXEC,
     FAIL,
     JUMP,
     NOP,
+    RET,
     STOP,
     Engine,
     Observer,
     Warp,
     reconvergence_pcs,
 )
-from gpudiv.interp.policies import control_for
+from gpudiv.interp.policies import control_for, selector
+from gpudiv.interp.ptx_calls import CallFrames, StackOverflow, frame_layouts
 from gpudiv.interp.ptx_launch import (
     WARP_SIZE,
     PtxDeadlockError,
@@ -77,6 +80,7 @@ class _Op:
     taken_when: int = 1  # bnz: 1, bz: 0, brx.idx: the case index (see `case`)
     case: int | None = None
     message: str = ""
+    callee: str = ""  # CALL: the function called
     # bar.red: the reduction ("popc", "and" or "or") and each lane's vote (see `_release`)
     reduction: tuple[str, Callable] | None = None
     # a warp collective (shfl, vote, activemask, redux): under mimd the warp's lanes meet
@@ -93,12 +97,22 @@ class Machine:
         self.observer = observer
         self.trace = trace
         self.threads = launch.threads
+        # Calls run as calls: the functions the kernel may call (`ptx_calls`).
+        self.functions: dict[str, ir.Kernel] = dict(kernel.attrs.get("functions", {}))
+        recursive = frozenset(kernel.attrs.get("recursive", ()))
         self.types = register_types(kernel)
+        for function in self.functions.values():
+            self.types.update(register_types(function))
+        self.types.update(self._call_registers())
         register_bytes = self.threads * sum(max(storage_bits(t) // 8, 1)
                                             for t in self.types.values())
-        self.memory = Memory(kernel, launch, self.threads, register_bytes)
+        self.memory = Memory(kernel, launch, self.threads, register_bytes,
+                             stack=launch.stack_size if recursive else 0)
         self.counters = Counters(warp_width=WARP_SIZE)
         self.policy = machine_policy(kernel, launch.reconvergence)
+        if self.functions and self.policy not in ("ipdom", "marked"):
+            raise ValueError(f"kernel {kernel.name} runs its calls as calls, which only the "
+                             f"ipdom reconvergence policy can (not {self.policy})")
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
         self.regs: dict[str, np.ndarray] = {}
@@ -107,6 +121,12 @@ class Machine:
         for name in kernel.params:
             self.regs[name][:] = np.uint64(self.memory.param_values.get(name, 0))
         self.specials = self._specials()
+        self.frames = CallFrames(self.functions, recursive, self.regs, self.specials,
+                                 frame_layouts(self.functions, recursive,
+                                               self.memory.addresses,
+                                               kernel.attrs.get("symbols", {})),
+                                 self.threads, self.memory.stack_base, launch.stack_size)
+        self.relocatable = self.frames.relocatable
         self._renames: dict[str, str] = {}
         self.ops = self._prepare()
         self.end = len(self.ops)
@@ -153,7 +173,8 @@ class Machine:
         }
         for k in range(32):
             specials[f"%envreg{k}"] = full(0)
-        for name in self.kernel.specials:  # symbols used as values: their addresses
+        used = [n for unit in (self.kernel, *self.functions.values()) for n in unit.specials]
+        for name in used:  # symbols used as values: their addresses
             if name in self.memory.addresses:
                 specials[name] = np.full(self.threads, self.memory.addresses[name][1],
                                          dtype=np.uint64)
@@ -167,6 +188,7 @@ class Machine:
             if name not in self.memory.param_values:
                 store.fill(0)
         self.memory.reset_block()
+        self.frames.reset()
 
     def _tick(self) -> None:
         """Clock registers follow the step count."""
@@ -187,6 +209,10 @@ class Machine:
 
     def _get(self, operand: ir.Operand, type_: str, symbol: tuple | None = None) -> Callable:
         """A function from lanes to the operand's values at PTX type `type_`."""
+        if symbol is not None and symbol[0] in self.relocatable:  # a recursive frame's
+            read = register_reader(self.specials[symbol[0]], "u64")
+            shift, want = np.uint64(symbol[1]), dtype(canonical(type_))
+            return lambda sel: (read(sel) + shift).astype(want)
         if symbol is not None:
             space, address = self.memory.symbol(symbol[0])
             value = constant(address + symbol[1], type_)
@@ -207,20 +233,41 @@ class Machine:
 
     # -- preparation ---------------------------------------------------------------------
     def _prepare(self) -> list[_Op]:
-        start: dict[str, int] = {}
+        """One op per IR instruction: the kernel's, then (calls run as calls) a stop the
+        kernel's end reconverges at and each function's, its exit at its `call.return`."""
+        units: list[tuple[ir.Kernel, str | None]] = [(self.kernel, None)]
+        units += [(function, name) for name, function in self.functions.items()]
+        bases: list[int] = []
         count = 0
-        for block in self.kernel.blocks:
+        for unit, name in units:
+            bases.append(count)
+            count += unit.instruction_count + (1 if name is None and self.functions else 0)
+        self.entries = {name: base for (_, name), base in zip(units, bases, strict=True)
+                        if name is not None}
+        ops: list[_Op] = []
+        for (unit, name), base in zip(units, bases, strict=True):
+            ops += self._prepare_unit(unit, base, name)
+        self._renames = {}
+        return ops
+
+    def _prepare_unit(self, unit: ir.Kernel, base: int, function: str | None) -> list[_Op]:
+        """The ops of the kernel or of one function, from pc `base` on."""
+        start: dict[str, int] = {}
+        count = base
+        for block in unit.blocks:
             start[block.label] = count
             count += len(block.instructions)
-        ipdom = reconvergence_pcs(self.kernel, start, count, self.policy in ("marked", "aware"))
-        renames, copies = self._hazards(self.kernel.instructions())
+        end = count if function is None else start.get("$ret", count)
+        ipdom = reconvergence_pcs(unit, start, end, self.policy in ("marked", "aware"))
+        renames, copies = self._hazards(unit.instructions(), base)
         ops: list[_Op] = []
         label: str | None = None
-        for block in self.kernel.blocks:
+        for block in unit.blocks:
             if block.user_label:
                 label = block.label
             for instr in block.instructions:
-                op = _Op(EXEC, len(ops), instr, label)
+                op = _Op(EXEC, base + len(ops), instr, label)
+                self._unit = function
                 self._renames = renames.get(op.index, {})
                 try:
                     self._compile(op, instr)
@@ -235,14 +282,15 @@ class Machine:
                                                  for a, b in copies[op.index]])
                 if instr.target is not None:
                     op.target = start[instr.target]
-                op.rpc = ipdom.get(block.label, count)
+                op.rpc = ipdom.get(block.label, end)
                 root = str(instr.attrs.get("opcode", "")).split(".", 1)[0]
                 op.collective = root in ("shfl", "vote", "activemask", "redux")
                 ops.append(op)
-        self._renames = {}
+        if function is None and self.functions:  # the kernel's end, before the functions
+            ops.append(_Op(STOP, count, ir.Instruction(ir.STOP, unit.loc), label))
         return ops
 
-    def _hazards(self, instructions: list[ir.Instruction]):
+    def _hazards(self, instructions: list[ir.Instruction], base: int = 0):
         """The IR instructions lowered from one PTX instruction read their sources before
         any of them writes (`ld.v2 {%rd1, %rd2}, [%rd1]`): a later one that reads a
         register an earlier one wrote reads a shadow copied when the first one runs.
@@ -262,9 +310,9 @@ class Machine:
                 shadow = f"{name}@shadow"
                 if shadow not in self.regs:
                     self.regs[shadow] = np.zeros_like(self.regs[name])
-                renames.setdefault(index, {})[name] = shadow
-                if (name, shadow) not in copies.get(first, []):
-                    copies.setdefault(first, []).append((name, shadow))
+                renames.setdefault(base + index, {})[name] = shadow
+                if (name, shadow) not in copies.get(base + first, []):
+                    copies.setdefault(base + first, []).append((name, shadow))
             if instr.dest:
                 written.add(instr.dest)
         return renames, copies
@@ -304,10 +352,75 @@ class Machine:
             op.fn = self._store(instr, opcode)
         elif kind_ == ir.ATOMIC:
             op.fn = self._atomic(instr, opcode)
+        elif instr.operator in _CALL_OPERATORS and self.functions:
+            self._compile_call(op, instr)
         elif kind_ == ir.OPAQUE:
             op.fn = self._opaque(instr, opcode)
         else:
             raise Unsupported(f"unsupported instruction kind '{kind_}'")
+
+    # -- calls run as calls (`ptx_calls`) ------------------------------------------------
+    def _call_registers(self) -> dict[str, str]:
+        """The registers calls pass values through, with their types: one per input slot
+        of each function (typed like the register the callee reads it into) and one per
+        output slot (typed like the register the callee returns)."""
+        found: dict[str, str] = {}
+        for name, function in self.functions.items():
+            for instr in function.instructions():
+                if instr.operator == "call.input" and instr.dest is not None:
+                    found[_passing(name, "in", instr.attrs["input"])] = \
+                        self.types.get(instr.dest, "b64")
+                elif instr.operator == "call.return":
+                    for slot, arg in zip(instr.attrs["outputs"], instr.args, strict=True):
+                        found[_passing(name, "out", slot)] = self.types.get(
+                            arg.name if isinstance(arg, ir.Var) else "", "b64")
+        return found
+
+    def _compile_call(self, op: _Op, instr: ir.Instruction) -> None:
+        """A call, a callee's parameter or its return, or a call's result."""
+        operator = instr.operator
+        if operator == "call.input":
+            op.fn = self._pass(instr.dest, ir.Var(_passing(self._unit, "in",
+                                                           instr.attrs["input"])))
+            return
+        if operator == "call.return":
+            op.code = RET
+            copies = [self._pass(_passing(self._unit, "out", slot), arg)
+                      for slot, arg in zip(instr.attrs["outputs"], instr.args, strict=True)]
+            op.fn = _all_of(copies)
+            return
+        callee = str(instr.attrs.get("callee", ""))
+        if callee not in self.functions:
+            raise Unsupported(f"cannot execute the call to '{callee or '?'}': the function "
+                              f"has no body in this file or could not be lowered")
+        if instr.dest is not None:  # a result, after the callee returned
+            slot = instr.attrs.get("output")
+            if slot is None:
+                raise Unsupported(f"cannot execute the call to '{callee}': a result read "
+                                  f"from several output slots of the callee")
+            op.fn = self._pass(instr.dest, ir.Var(_passing(callee, "out", slot)))
+            return
+        copies = []
+        for slot, positions in instr.attrs.get("call_inputs", ()):
+            register = _passing(callee, "in", slot)
+            if register not in self.regs:
+                continue
+            if positions is not None and len(positions) != 1:
+                raise Unsupported(f"cannot execute the call to '{callee}': it reads a "
+                                  f"parameter at an offset its caller did not write as such")
+            source = ir.Const(0) if positions is None else instr.args[positions[0]]
+            copies.append(self._pass(register, source))
+        op.code, op.callee, op.fn = CALL, callee, _all_of(copies)
+        op.target = self.entries[callee]
+        if instr.guard is not None:
+            op.cond = self._guard(instr.guard)
+
+    def _pass(self, dest: str, source: ir.Operand) -> Callable:
+        """Copy a value bit for bit into register `dest` (a call's arguments, results)."""
+        type_ = self._raw_type(source.name if isinstance(source, ir.Var) else dest)
+        get = self._get(source, type_)
+        write = register_writer(self.regs[dest], type_)
+        return lambda sel, lanes, warp: write(sel, get(sel))
 
     def _guard(self, guard: ir.Guard) -> Callable:
         """The lanes mask of an instruction's guard (`@%p` / `@!%p`)."""
@@ -555,6 +668,10 @@ class Machine:
         if attrs.get("generic"):
             space = "generic"
         symbol = attrs.get("symbol")
+        if symbol is not None and str(symbol) in self.relocatable:  # a recursive frame's
+            read = register_reader(self.specials[str(symbol)], "u64")
+            shift = np.int64(disp + (WINDOWS["local"] if space == "generic" else 0))
+            return space, lambda sel: read(sel).astype(np.int64) + shift
         if symbol is not None:
             sym_space, address = self.memory.symbol(str(symbol))
             if space == "generic":
@@ -968,6 +1085,29 @@ class Machine:
         except Unsupported as error:
             raise self._error(op.index, top[1], warp, str(error)) from None
 
+    def enter(self, op: _Op, top: list, warp: int) -> tuple[np.ndarray | None, object]:
+        """A call: pass the arguments in the lanes of `top` (those whose guard holds);
+        (those lanes as a mask, None for all; the activation of the callee)."""
+        lanes, sel = top[1], top[2]
+        entering = None
+        if op.cond is not None:
+            entering = np.broadcast_to(op.cond(sel), lanes.shape)
+            if not entering.any():
+                return entering, None
+            if not entering.all():
+                lanes = lanes[entering]
+                sel = selector(lanes)
+        op.fn(sel, lanes, warp)
+        try:
+            return entering, self.frames.enter(op.callee, lanes, sel)
+        except StackOverflow as error:
+            raise self._error(op.index, lanes, warp, str(error)) from None
+
+    def leave(self, op: _Op, top: list, warp: int, activation) -> None:
+        """A return: pass the outputs, restore what a recursive call saved."""
+        op.fn(top[2], top[1], warp)
+        self.frames.leave(activation)
+
     def jumps(self, op: _Op, top: list, warp: int) -> np.ndarray:
         """Which lanes of `top` a branch sends to its target."""
         value = np.broadcast_to(op.cond(top[2]), top[1].shape)
@@ -1002,7 +1142,7 @@ class Machine:
         parts += [memory.shared.buf.tobytes(), memory.local.buf.tobytes(),
                   memory.glob.buf.tobytes(), str(self.block_reduction).encode()]
         parts += [array.tobytes() for _, array in memory.surfaces]
-        return parts
+        return parts + self.frames.state()
 
     def deadlock(self, warp: int, line: int, lanes: np.ndarray,
                  message: str) -> PtxDeadlockError:
@@ -1070,6 +1210,22 @@ class Machine:
         error = self._error(pc, lanes, warp, f"{fault.message} ({opcode})")
         error.outside = fault.outside
         return error
+
+
+_CALL_OPERATORS = frozenset({"call", "call.input", "call.return"})
+
+
+def _passing(function: str, way: str, slot: tuple[str, int]) -> str:
+    """The register a call passes one input ("in") or output ("out") slot through."""
+    return f"{function}${way}:{slot[0]}+{slot[1]}"
+
+
+def _all_of(steps: list[Callable]) -> Callable:
+    """One op function running `steps` in order."""
+    def run(sel, lanes, warp):
+        for step in steps:
+            step(sel, lanes, warp)
+    return run
 
 
 def _widen(inner: np.ndarray, mask: np.ndarray | None) -> np.ndarray:

@@ -135,7 +135,9 @@ class Memory:
     """All memories of one launch and the layout of the kernel's symbols."""
 
     def __init__(self, kernel: ir.Kernel, launch: PtxLaunch, threads: int,
-                 register_bytes: int = 0) -> None:
+                 register_bytes: int = 0, stack: int = 0) -> None:
+        """`stack`: bytes per thread after the kernel's `.local` variables for the frames
+        of recursive calls (`stack_base` is where they start)."""
         self.kernel = kernel
         symbols: dict[str, tuple] = dict(kernel.attrs.get("symbols", {}))
         self.addresses: dict[str, tuple[str, int]] = {}  # symbol → (space, address)
@@ -173,6 +175,9 @@ class Memory:
                 address = self.glob.reserve(size, name, align)
                 self.addresses[name] = ("global", address)
                 self.inits.append(("global", address, type_, init))
+        self.stack_base = _round_up(local_top, 16)
+        if stack:
+            local_top = self.stack_base + stack
         shared_top = _round_up(shared_top, 16)
         for name in dynamic:
             self.addresses[name] = ("shared", shared_top)

@@ -135,6 +135,9 @@ class _KernelLowering:
         # column, the callee): how inlined copies map to call sites (call summaries).
         self.call_instances: dict[str, tuple[str, int, int, str]] = {}
         self.kept_calls = 0  # calls to bodies kept as calls (`inline` False)
+        # functions with a body that a call inlining could not expand stays opaque for
+        # (recursion, depth): the interpreter runs such a kernel with calls as calls
+        self.not_inlined: set[str] = set()
         self.kernel_info = info
         self.diagnostics = diagnostics
         self.items: list = []  # ir.Instruction or ("label", name, loc, user)
@@ -749,9 +752,11 @@ class _KernelLowering:
         if name in frame.stack:
             self.notes.append(f"recursive call to '{name}' at line {pi.line} is treated as "
                               f"opaque")
+            self.not_inlined.add(name)
             self.opaque_call(frame, pi, rets, args)
             return
         if len(frame.stack) >= MAX_INLINE_DEPTH:
+            self.not_inlined.add(name)
             self.notes.append(f"call to '{name}' at line {pi.line} is nested deeper than "
                               f"{MAX_INLINE_DEPTH} calls and is treated as opaque")
             self.opaque_call(frame, pi, rets, args)

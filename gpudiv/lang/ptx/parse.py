@@ -266,6 +266,8 @@ class _Reader:
             kernel.attrs["ptx_unlowered"] = Unlowered(unit, fn, self.symbol_details)
         if lowering.call_instances:
             kernel.attrs["call_instances"] = dict(lowering.call_instances)
+        if lowering.not_inlined:
+            kernel.attrs["calls_not_inlined"] = tuple(sorted(lowering.not_inlined))
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:
