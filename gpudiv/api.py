@@ -300,7 +300,6 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
     `interp.ptx_synthesis.CHECK_MAX_STEPS` for PTX)."""
     from gpudiv.interp.musimd import reconvergence_for
-    from gpudiv.interp.ptx import run_ptx_growing
     from gpudiv.interp.ptx_launch import machine_policy
     from gpudiv.verify.oracle import (
         CHECK_MAX_STEPS,
@@ -327,7 +326,13 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
             launches = [replace(launch, reconvergence=reconvergence) for launch in
                         ptx_launches(original(result.ssa.cfg.kernel), seed + index,
                                      result.block, max_steps)]
-            reports.append(check_kernel(result, launches, run=run_ptx_growing))
+            try:
+                run = _ptx_runner(analysed.path, original(result.ssa.cfg.kernel))
+            except ValueError as error:
+                reports.append(CheckReport(result.name, status="not-executed",
+                                           reason=str(error)))
+                continue
+            reports.append(check_kernel(result, launches, run=run))
             policy = machine_policy(original(result.ssa.cfg.kernel), reconvergence)
             reports[-1].reconvergence = "sync" if policy == "marked" else policy
             continue
@@ -339,6 +344,18 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
         reports[-1].reconvergence = (reconvergence_for(result.ssa.cfg.kernel)
                                      if reconvergence == "auto" else reconvergence)
     return reports
+
+
+def _ptx_runner(path: str, kernel: ir.Kernel) -> Callable:
+    """How the oracle runs a PTX kernel: as it is, or, when inlining left a recursive call
+    opaque, with its calls run as calls (`gpudiv.verify.call_runs`)."""
+    from gpudiv.interp.ptx import run_ptx_growing
+
+    if not kernel.attrs.get("calls_not_inlined"):
+        return run_ptx_growing
+    from gpudiv.verify.call_runs import calls_runner
+
+    return calls_runner(kernel_to_run(path, kernel, "call"), kernel, run_ptx_growing)
 
 
 def _projected(calls: CallsAnalysis) -> list[KernelResult | CheckReport]:

@@ -76,6 +76,10 @@ class Observer(Protocol):
         """Called at a conditional branch: jumps[k] tells whether lane active[k] jumps."""
         ...
 
+    # Optional (PTX calls run as calls): `call(warp, instruction, lanes)` after `lanes`
+    # entered the callee of the call `instruction`, `ret(warp, instruction, lanes)` after
+    # they left it at its `call.return` (`gpudiv.verify.call_runs` follows frames so).
+
 
 class Semantics(Protocol):
     """What a language tells the engine: its prepared instructions and what they do."""
@@ -205,6 +209,7 @@ class Engine:
         self.sticky = sticky
         self.quantum = quantum
         self.per_backward = per_backward
+        self.call_observer = observer if hasattr(observer, "call") else None
 
     # -- scheduling -------------------------------------------------------------------
     def run_block(self, warps: list[Warp]) -> None:
@@ -320,9 +325,14 @@ class Engine:
                 entering, activation = sem.enter(op, top, index)
                 self._policy(control.call, top, pc, index, pc, op.target, entering,
                              activation)
+                if self.call_observer is not None and activation is not None:
+                    self.call_observer.call(index, op.instr.id, lanes if entering is None
+                                            else lanes[entering])
             elif code == RET:
                 activation = self._policy(control.ret, top, pc, index)
                 sem.leave(op, top, index, activation)
+                if self.call_observer is not None:
+                    self.call_observer.ret(index, op.instr.id, lanes)
             elif code == BARRIER:
                 held = sem.barrier_held(op, top)
                 if held is not None:

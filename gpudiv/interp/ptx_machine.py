@@ -111,8 +111,8 @@ class Machine:
         self.counters = Counters(warp_width=WARP_SIZE)
         self.policy = machine_policy(kernel, launch.reconvergence)
         if self.functions and self.policy not in ("ipdom", "marked"):
-            raise ValueError(f"kernel {kernel.name} runs its calls as calls, which only the "
-                             f"ipdom reconvergence policy can (not {self.policy})")
+            raise Unsupported(f"kernel {kernel.name} runs its calls as calls, which only "
+                              f"the ipdom reconvergence policy can (not {self.policy})")
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
         self.regs: dict[str, np.ndarray] = {}
@@ -174,7 +174,10 @@ class Machine:
         for k in range(32):
             specials[f"%envreg{k}"] = full(0)
         used = [n for unit in (self.kernel, *self.functions.values()) for n in unit.specials]
-        for name in used:  # symbols used as values: their addresses
+        recursive = self.kernel.attrs.get("recursive", ())
+        used += [n for f in recursive if f in self.functions  # their frames move
+                 for n in self.functions[f].attrs.get("frame_symbols", ())]
+        for name in used:  # symbols used as values (and recursive frames): their addresses
             if name in self.memory.addresses:
                 specials[name] = np.full(self.threads, self.memory.addresses[name][1],
                                          dtype=np.uint64)

@@ -1,5 +1,6 @@
 """`gpudiv run FILE.ptx`: arguments are checked against the kernel's parameters (issue 18)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,60 @@ def test_fit():
     assert fit(-129, "s8")[0] == 127
     assert fit(1 << 64, "u64")[0] == 0
     assert fit(3, "f32") == (3, None)
+
+
+
+RECURSION = str(Path(__file__).parents[2] / "samples" / "cuda" / "recursion.O3.ptx")
+CALLS = str(Path(__file__).parents[2] / "samples" / "cuda" / "many_calls.O3.ptx")
+
+
+def run_buffers(capsys, tmp_path: Path, path: str, kernel: str, *args: str
+                ) -> tuple[int, dict, list[str]]:
+    """Exit status, the buffers written with -o (JSON) and the error lines of a run."""
+    out_dir = tmp_path / "out"
+    code = main(["run", path, "--kernel", kernel, "-o", str(out_dir), "--output-format",
+                 "json", *args])
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err
+    buffers = {p.stem: json.loads(p.read_text()) for p in sorted(out_dir.glob("*.json"))}
+    return code, buffers, [line for line in err.splitlines() if ": warning: " not in line]
+
+
+def run_recursion(capsys, tmp_path: Path, *args: str) -> tuple[int, dict, list[str]]:
+    return run_buffers(capsys, tmp_path, RECURSION, "fib_per_thread", "--arg",
+                       "s32[32]:zeros", *args)
+
+
+def test_a_recursive_kernel_runs_with_its_calls_run_as_calls(capsys, tmp_path):
+    code, buffers, errors = run_recursion(capsys, tmp_path)
+    assert code == 0 and errors == []
+    assert buffers["fib_per_thread_param_0"][:12] == [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89]
+
+
+def test_inlined_the_recursion_cannot_run(capsys, tmp_path):
+    code, _, errors = run_recursion(capsys, tmp_path, "--calls", "inline")
+    assert code == 2 and len(errors) == 1
+    assert "cannot execute 'call.uni': the callee is not inlined" in errors[0]
+
+
+def test_calls_as_calls_need_the_ipdom_policy(capsys, tmp_path):
+    code, _, errors = run_recursion(capsys, tmp_path, "--reconvergence", "mimd")
+    assert code == 2 and len(errors) == 1
+    assert "runs its calls as calls, which only the ipdom reconvergence policy can " \
+           "(not mimd)" in errors[0]
+
+
+def test_stack_size_must_not_be_negative(capsys, tmp_path):
+    code, _, errors = run_recursion(capsys, tmp_path, "--stack-size", "-4")
+    assert code == 2 and errors == [f"{RECURSION}: error: --stack-size must be 0 or more"]
+
+
+@pytest.mark.parametrize(("kernel", "args"), [
+    ("calls_uniform", ["s32[64]:zeros", "u32:64", "u32:3", "u32:5"]),
+    ("calls_divergent", ["s32[64]:range", "s32[64]:zeros", "u32:64", "u32:2"])])
+def test_calls_run_as_calls_give_the_buffers_inlining_gives(capsys, tmp_path, kernel, args):
+    runs = [run_buffers(capsys, tmp_path / mode, CALLS, kernel, "--calls", mode, "--block",
+                        "64", *(a for arg in args for a in ("--arg", arg)))
+            for mode in ("inline", "call")]
+    assert runs[0][0] == runs[1][0] == 0
+    assert runs[0][1] == runs[1][1] and any(any(b) for b in runs[0][1].values())

@@ -57,7 +57,10 @@ def _register_table(lowering: _KernelLowering, instructions: list[ir.Instruction
     table = infer_types(instructions, table)
     # A `.param` slot no instruction types (the result of an indirect call): its
     # declaration's type, when it declares a scalar.
-    declared = lowering.kernel_info.param_decls
+    declared = dict(lowering.kernel_info.param_decls)
+    for suffix, (*_, callee) in lowering.call_instances.items():  # inlined copies' slots
+        declared.update({name + suffix: detail for name, detail
+                         in lowering.unit.info(callee).param_decls.items()})
     for instr in instructions:
         for name in (*instr.used_vars, *([instr.dest] if instr.dest else [])):
             type_, _, size = declared.get(name.split("+", 1)[0], ("", 0, 0))

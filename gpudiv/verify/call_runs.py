@@ -1,0 +1,159 @@
+"""The oracle on a kernel whose calls run as calls (issue 16, item 1).
+
+A kernel that recurses cannot be run with its calls inlined: inlining stops at the
+recursive call and leaves it opaque. It runs with its calls kept
+(`FunctionReader.executable`, `gpudiv.interp.ptx_calls`), and its claims, made on the
+inlined kernel the analysis saw, are checked on that run:
+
+- each thread's activation chain (the call instructions from the kernel down) is
+  followed through the `call` and `ret` hooks of the engine;
+- an activation is the inlined copy of the same call sites (`attrs["call_instances"]`);
+  one deeper than inlining went (a recursive call left opaque) has no copy and nothing
+  is checked in it;
+- in that copy, an instruction is the k-th IR instruction lowered from the same PTX
+  instruction (`call_projection._key`), with the same operator and as many operands,
+  which it reads operand by operand under other names (a function's registers are
+  `NAME@@FUNCTION` when it runs as a call, `NAME@N` in inlined copy N);
+- the groups that pass arguments and results (`call`, its results, `call.input`,
+  `call.return` against the inlined parameter and result copies) are lowered
+  differently and not matched: the arguments are checked where the callee reads them.
+
+The wrapped observer (the oracle's `ClaimObserver`) sees the inlined kernel's
+instruction ids and register names, as when the inlined kernel runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from gpudiv import ir
+from gpudiv.verify.call_projection import _frames, _key
+
+_PASSING = frozenset({"call", "call.input", "call.return"})
+
+
+class _Twin:
+    """An instruction of the inlined kernel and how its operands are named in the run."""
+
+    __slots__ = ("id", "names")
+
+    def __init__(self, instr: ir.Instruction, names: dict[str, str]) -> None:
+        self.id = instr.id
+        self.names = names
+
+
+def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _Twin]:
+    """(unit, id of an instruction of the run) → its twin in one frame of the inlined
+    kernel, per frame suffix: {(suffix, id): twin} for every suffix of the unit."""
+    by_key: dict[tuple, ir.Instruction] = {}
+    frames = _frames(inlined)
+    seen: dict[tuple, int] = {}
+    for instr in inlined.instructions():
+        by_key[_key(instr, seen, frames[instr.id])] = instr
+    callees = {suffix: record[3] for suffix, record in
+               inlined.attrs.get("call_instances", {}).items()}
+    suffixes: dict[str, list[str]] = {"": [""]}
+    for suffix, callee in callees.items():
+        suffixes.setdefault(callee, []).append(suffix)
+    twins: dict[tuple[str, int], _Twin] = {}
+    units = [("", executable), *executable.attrs.get("functions", {}).items()]
+    for unit, kernel in units:
+        unit_seen: dict[tuple, int] = {}
+        for instr in kernel.instructions():
+            key = _key(instr, unit_seen, "")[1:]
+            if instr.operator in _PASSING:
+                continue
+            for suffix in suffixes.get(unit, ()):
+                twin = by_key.get((suffix, *key))
+                if twin is None or twin.operator != instr.operator \
+                        or len(twin.reads) != len(instr.reads):
+                    continue
+                names = {mine.name: theirs.name for mine, theirs
+                         in zip(twin.reads, instr.reads, strict=True)
+                         if isinstance(mine, ir.Var) and isinstance(theirs, ir.Var)}
+                twins[(suffix, instr.id)] = _Twin(twin, names)
+    return twins
+
+
+class CallsObserver:
+    """Follows each thread's activations in a run with calls as calls and shows the
+    wrapped observer the run as the inlined kernel's."""
+
+    def __init__(self, inner, executable: ir.Kernel, inlined: ir.Kernel,
+                 twins: dict[tuple[str, int], _Twin]) -> None:
+        self.inner = inner
+        self.twins = twins
+        self.kernel_ids = {i.id for i in executable.instructions()}
+        # The call site each call instruction stands for: (line, column).
+        units = [executable, *executable.attrs.get("functions", {}).values()]
+        self.sites = {i.id: (i.loc.line, i.loc.column) for unit in units
+                      for i in unit.instructions() if i.operator == "call" and i.dest is None}
+        self.instances = {(parent, line, column): suffix for suffix, (parent, line, column, _)
+                          in inlined.attrs.get("call_instances", {}).items()}
+        # Activation chains, interned: chain 0 is the kernel; each other one is (its
+        # caller's chain, the call instruction) with the inlined frame it stands for.
+        self.chains: dict[tuple[int, int], int] = {}
+        self.parents: list[int] = [0]
+        self.suffixes: list[str | None] = [""]
+        self.lane_chain = np.zeros(0, dtype=np.int64)
+
+    def _lanes(self, lanes: np.ndarray) -> np.ndarray:
+        needed = int(lanes.max()) + 1 if len(lanes) else 0
+        if needed > len(self.lane_chain):
+            grown = np.zeros(needed, dtype=np.int64)
+            grown[:len(self.lane_chain)] = self.lane_chain
+            self.lane_chain = grown
+        return self.lane_chain
+
+    def call(self, warp: int, instruction: int, lanes: np.ndarray) -> None:
+        """`lanes` entered the callee of `instruction`."""
+        chains = self._lanes(lanes)
+        parent = 0 if instruction in self.kernel_ids else int(chains[lanes[0]])
+        chain = self.chains.get((parent, instruction))
+        if chain is None:
+            chain = self.chains[(parent, instruction)] = len(self.parents)
+            self.parents.append(parent)
+            above = self.suffixes[parent]
+            line, column = self.sites[instruction]
+            self.suffixes.append(None if above is None
+                                 else self.instances.get((above, line, column)))
+        chains[lanes] = chain
+
+    def ret(self, warp: int, instruction: int, lanes: np.ndarray) -> None:
+        """`lanes` left their callee."""
+        chains = self._lanes(lanes)
+        chains[lanes] = self.parents[int(chains[lanes[0]])]
+
+    def _twin(self, instruction: int, active: np.ndarray) -> _Twin | None:
+        if instruction in self.kernel_ids:
+            suffix: str | None = ""
+        else:
+            suffix = self.suffixes[int(self._lanes(active)[active[0]])]
+        return None if suffix is None else self.twins.get((suffix, instruction))
+
+    def before(self, warp: int, instruction: int, active: np.ndarray,
+               read: Callable[[str], np.ndarray]) -> None:
+        twin = self._twin(instruction, active)
+        if twin is not None:
+            names = twin.names
+            self.inner.before(warp, twin.id, active, lambda name: read(names.get(name, name)))
+
+    def branch(self, warp: int, instruction: int, active: np.ndarray,
+               jumps: np.ndarray) -> None:
+        twin = self._twin(instruction, active)
+        if twin is not None:
+            self.inner.branch(warp, twin.id, active, jumps)
+
+
+def calls_runner(executable: ir.Kernel, inlined: ir.Kernel, run: Callable) -> Callable:
+    """A `run(kernel, launch, observer)` for the oracle that runs `executable` (the
+    kernel with its calls kept) for the inlined kernel the claims are about."""
+    twins = _twins(executable, inlined)
+
+    def run_as_calls(kernel: ir.Kernel, launch, observer=None, trace=None):
+        wrapped = None if observer is None else CallsObserver(observer, executable, inlined,
+                                                              twins)
+        return run(executable, launch, wrapped, trace)
+    return run_as_calls

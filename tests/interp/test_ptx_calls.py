@@ -1,0 +1,258 @@
+"""Calls run as calls on the PTX interpreter (issue 16, item 1; `gpudiv.interp.ptx_calls`):
+recursion (samples/cuda/recursion.cu), frames of recursive activations, guarded calls,
+and the same memory as inlining on every sample with calls."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpudiv.interp import ptx_machine
+from gpudiv.interp.ptx import (
+    PtxDeadlockError,
+    PtxExecutionError,
+    PtxLaunch,
+    run_ptx_growing,
+    run_ptx_kernel,
+)
+from gpudiv.lang.ptx.functions import FunctionReader
+from gpudiv.verify.oracle import ptx_launches
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+RECURSION = {build: SAMPLES / "cuda" / f"recursion.{build}.ptx" for build in ("O3", "G")}
+
+HEADER = ".version 7.0\n.target sm_80\n.address_size 64\n"
+
+# A recursive function that keeps its argument in a `.local` variable addressed by its
+# symbol across the recursive call: each activation needs a frame of its own.
+SUM_DOWN = HEADER + """
+.func (.param .b32 r) down(.param .b32 n)
+{
+    .local .align 4 .b8 slot[4];
+    .reg .b32 %n, %m, %s;
+    .reg .pred %p;
+    ld.param.b32 %n, [n];
+    st.local.u32 [slot], %n;
+    setp.eq.s32 %p, %n, 0;
+    @%p bra DONE;
+    sub.s32 %m, %n, 1;
+    {
+    .param .b32 a;
+    .param .b32 b;
+    st.param.b32 [a], %m;
+    call.uni (b), down, (a);
+    ld.param.b32 %s, [b];
+    }
+    ld.local.u32 %n, [slot];
+    add.s32 %n, %n, %s;
+DONE:
+    st.param.b32 [r], %n;
+    ret;
+}
+
+.visible .entry sums(.param .u64 out)
+{
+    .reg .b32 %t, %k, %v;
+    .reg .b64 %o, %a;
+    mov.u32 %t, %tid.x;
+    rem.u32 %k, %t, 7;
+    {
+    .param .b32 a;
+    .param .b32 b;
+    st.param.b32 [a], %k;
+    call.uni (b), down, (a);
+    ld.param.b32 %v, [b];
+    }
+    ld.param.u64 %o, [out];
+    cvta.to.global.u64 %o, %o;
+    mul.wide.u32 %a, %t, 4;
+    add.s64 %o, %o, %a;
+    st.global.u32 [%o], %v;
+    ret;
+}
+"""
+
+# A call only some lanes make (a guarded call: the others keep their value).
+GUARDED = HEADER + """
+.func (.param .b32 r) twice(.param .b32 a)
+{
+    .reg .b32 %x;
+    ld.param.b32 %x, [a];
+    add.s32 %x, %x, %x;
+    st.param.b32 [r], %x;
+    ret;
+}
+
+.visible .entry guarded(.param .u64 out)
+{
+    .reg .b32 %t, %v;
+    .reg .pred %p;
+    .reg .b64 %o, %a;
+    mov.u32 %t, %tid.x;
+    mov.u32 %v, 100;
+    setp.lt.u32 %p, %t, 5;
+    {
+    .param .b32 pa;
+    .param .b32 pr;
+    st.param.b32 [pa], %t;
+    @%p call.uni (pr), twice, (pa);
+    @%p ld.param.b32 %v, [pr];
+    }
+    ld.param.u64 %o, [out];
+    cvta.to.global.u64 %o, %o;
+    mul.wide.u32 %a, %t, 4;
+    add.s64 %o, %o, %a;
+    st.global.u32 [%o], %v;
+    ret;
+}
+"""
+
+
+def executable(text: str, kernel: str, path: str = "t.ptx"):
+    kept = FunctionReader(text, path).executable(kernel)
+    assert kept is not None
+    return kept
+
+
+def sample(build: str, kernel: str):
+    return executable(RECURSION[build].read_text(), kernel, str(RECURSION[build]))
+
+
+@pytest.mark.parametrize("build", ["O3", "G"])
+def test_divergent_recursion_runs(build):
+    """fib(tid % 12) per thread: each lane recurses to its own depth."""
+    out = np.zeros(64, np.int32)
+    result = run_ptx_kernel(sample(build, "fib_per_thread"),
+                            PtxLaunch(block=(64, 1, 1), args={0: out}))
+    fib = [0, 1]
+    while len(fib) < 12:
+        fib.append(fib[-1] + fib[-2])
+    assert result.buffers["fib_per_thread_param_0"].tolist() == [fib[t % 12] for t in range(64)]
+    assert result.counters.divergent_branches > 0
+
+
+def frames(depth: int, parent: list[int] | None) -> int:
+    """samples/cuda/recursion.cu's `frames`, in Python."""
+    mine = [(parent[(i + depth) & 3] if parent else i) + depth for i in range(4)]
+    if depth == 0:
+        return mine[0] * 7 + mine[3]
+    return frames(depth - 1, mine) + mine[1]
+
+
+@pytest.mark.parametrize("build", ["O3", "G"])
+@pytest.mark.parametrize("depth", [0, 3, 6])
+def test_each_recursive_activation_has_its_own_frame(build, depth):
+    """Every activation of `frames` passes the address of its own `.local` array on."""
+    result = run_ptx_kernel(sample(build, "frames_uniform"),
+                            PtxLaunch(args={0: np.zeros(32, np.int32), 1: depth}))
+    assert result.buffers["frames_uniform_param_0"].tolist() == [frames(depth, None) + t
+                                                                 for t in range(32)]
+
+
+def test_without_frames_of_their_own_the_recursion_gives_another_answer(monkeypatch):
+    """The test above would catch activations sharing one frame."""
+    monkeypatch.setattr(ptx_machine, "frame_layouts", lambda *args: {})
+    result = run_ptx_kernel(sample("O3", "frames_uniform"),
+                            PtxLaunch(args={0: np.zeros(32, np.int32), 1: 3}))
+    assert result.buffers["frames_uniform_param_0"][0] != frames(3, None)
+
+
+@pytest.mark.parametrize("build", ["O3", "G"])
+def test_recursion_through_a_pointer_into_the_kernels_frame(build):
+    """gcd_steps counts its steps through a pointer to the kernel's own local variable."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(1, 10_000, 32).astype(np.uint32)
+    b = rng.integers(1, 10_000, 32).astype(np.uint32)
+    g, steps = np.zeros(32, np.uint32), np.zeros(32, np.uint32)
+    result = run_ptx_kernel(sample(build, "gcd_table"), PtxLaunch(args={0: a, 1: b, 2: g,
+                                                                        3: steps}))
+
+    def euclid(x: int, y: int, n: int = 0) -> tuple[int, int]:
+        return (x, n) if y == 0 else euclid(y, x % y, n + 1)
+
+    expected = [euclid(int(x), int(y)) for x, y in zip(a, b, strict=True)]
+    assert result.buffers["gcd_table_param_2"].tolist() == [e[0] for e in expected]
+    assert result.buffers["gcd_table_param_3"].tolist() == [e[1] for e in expected]
+    assert all(e[0] == math.gcd(int(x), int(y)) for e, x, y in zip(expected, a, b, strict=True))
+
+
+def test_a_local_variable_addressed_by_its_symbol_moves_with_the_frame():
+    result = run_ptx_kernel(executable(SUM_DOWN, "sums"),
+                            PtxLaunch(args={0: np.zeros(32, np.uint32)}))
+    assert result.buffers["out"].tolist() == [(t % 7) * (t % 7 + 1) // 2
+                                                       for t in range(32)]
+
+
+def test_a_recursion_deeper_than_the_stack_overflows():
+    launch = PtxLaunch(args={0: np.zeros(32, np.uint32)}, stack_size=16)
+    with pytest.raises(PtxExecutionError, match="stack overflow: a recursive call of down "
+                                                "needs a frame of 16 bytes beyond the 16 bytes"):
+        run_ptx_kernel(executable(SUM_DOWN, "sums"), launch)
+    with pytest.raises(ValueError, match="stack_size must not be negative"):
+        run_ptx_kernel(executable(SUM_DOWN, "sums"), PtxLaunch(stack_size=-1))
+
+
+def test_a_guarded_call_runs_in_the_lanes_whose_guard_holds():
+    for kernel in (executable(GUARDED, "guarded"),
+                   FunctionReader(GUARDED, "t.ptx").inlined("guarded")):
+        result = run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(32, np.uint32)}))
+        assert result.buffers["out"].tolist() == [2 * t if t < 5 else 100
+                                                              for t in range(32)]
+
+
+@pytest.mark.parametrize("policy", ["frontier", "mimd", "aware"])
+def test_other_reconvergence_policies_say_they_cannot_run_calls(policy):
+    with pytest.raises(PtxExecutionError, match=f"runs its calls as calls, which only the "
+                                                f"ipdom reconvergence policy can \\(not {policy}"):
+        run_ptx_kernel(sample("O3", "fib_per_thread"),
+                       PtxLaunch(args={0: np.zeros(32, np.int32)}, reconvergence=policy))
+
+
+def test_inlining_cannot_run_the_recursion():
+    inlined = FunctionReader(RECURSION["O3"].read_text(), "r.ptx").inlined("fib_per_thread")
+    assert inlined.attrs["calls_not_inlined"] == ("_Z3fibi",)
+    with pytest.raises(PtxExecutionError, match="cannot execute 'call.uni'"):
+        run_ptx_kernel(inlined, PtxLaunch(args={0: np.zeros(32, np.int32)}))
+
+
+def same_memory(path: Path, launches: int) -> list[str]:
+    """Kernels of `path` whose calls run as calls leave other buffers (or stop otherwise)
+    than the same kernels with their calls inlined, under the oracle's launches."""
+    reader = FunctionReader(path.read_text(), str(path))
+    differ = []
+    for name in reader.entries:
+        inlined = reader.inlined(name)
+        if not reader.callees(name) or inlined.attrs.get("calls_not_inlined"):
+            continue  # no calls, or recursion: inlined, it cannot run
+        kept = reader.executable(name)
+        for launch in ptx_launches(inlined, 0)[:launches]:
+            outcomes = []
+            for kernel in (inlined, kept):
+                try:
+                    buffers = run_ptx_growing(kernel, copy.deepcopy(launch)).buffers
+                    outcomes.append({k: v.tobytes() for k, v in buffers.items()})
+                except PtxDeadlockError:
+                    # its message differs: the inlined run confirms it under mimd,
+                    # which cannot run calls as calls
+                    outcomes.append("never finishes")
+                except PtxExecutionError as error:
+                    outcomes.append((error.line, error.message))
+            if outcomes[0] != outcomes[1]:
+                differ.append(f"{name} {launch.grid} {launch.block}")
+    return differ
+
+
+def test_calls_run_as_calls_leave_the_memory_inlining_leaves():
+    assert same_memory(SAMPLES / "cuda" / "many_calls.O3.ptx", 2) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted((SAMPLES / "cuda").glob("*.ptx"))
+                         + sorted((SAMPLES / "cuda_large").glob("*.ptx")),
+                         ids=lambda p: p.name)
+def test_every_sample_with_calls_runs_the_same_as_calls(path):
+    assert same_memory(path, 3) == []
