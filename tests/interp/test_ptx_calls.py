@@ -21,6 +21,7 @@ from gpudiv.interp.ptx import (
 )
 from gpudiv.lang.ptx.functions import FunctionReader
 from gpudiv.verify.oracle import ptx_launches
+from gpudiv.verify.randptx import random_ptx
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 RECURSION = {build: SAMPLES / "cuda" / f"recursion.{build}.ptx" for build in ("O3", "G")}
@@ -219,17 +220,18 @@ def test_inlining_cannot_run_the_recursion():
         run_ptx_kernel(inlined, PtxLaunch(args={0: np.zeros(32, np.int32)}))
 
 
-def same_memory(path: Path, launches: int) -> list[str]:
-    """Kernels of `path` whose calls run as calls leave other buffers (or stop otherwise)
-    than the same kernels with their calls inlined, under the oracle's launches."""
-    reader = FunctionReader(path.read_text(), str(path))
+def same_memory(text: str, path: str, launches: int, seed: int = 0) -> list[str]:
+    """Kernels of a PTX file whose calls run as calls leave other buffers (or stop
+    otherwise) than the same kernels with their calls inlined, under the oracle's
+    launches."""
+    reader = FunctionReader(text, path)
     differ = []
     for name in reader.entries:
         inlined = reader.inlined(name)
         if not reader.callees(name) or inlined.attrs.get("calls_not_inlined"):
             continue  # no calls, or recursion: inlined, it cannot run
         kept = reader.executable(name)
-        for launch in ptx_launches(inlined, 0)[:launches]:
+        for launch in ptx_launches(inlined, seed)[:launches]:
             outcomes = []
             for kernel in (inlined, kept):
                 try:
@@ -247,7 +249,8 @@ def same_memory(path: Path, launches: int) -> list[str]:
 
 
 def test_calls_run_as_calls_leave_the_memory_inlining_leaves():
-    assert same_memory(SAMPLES / "cuda" / "many_calls.O3.ptx", 2) == []
+    path = SAMPLES / "cuda" / "many_calls.O3.ptx"
+    assert same_memory(path.read_text(), str(path), 2) == []
 
 
 @pytest.mark.slow
@@ -255,4 +258,22 @@ def test_calls_run_as_calls_leave_the_memory_inlining_leaves():
                          + sorted((SAMPLES / "cuda_large").glob("*.ptx")),
                          ids=lambda p: p.name)
 def test_every_sample_with_calls_runs_the_same_as_calls(path):
-    assert same_memory(path, 3) == []
+    assert same_memory(path.read_text(), str(path), 3) == []
+
+
+def random_with_calls(seed: int) -> str:
+    return random_ptx(seed, 20, calls=True, unstructured=seed % 3 == 0)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_random_programs_run_the_same_as_calls(seed):
+    """Random kernels whose operations go through device functions (returns in divergent
+    arms, nested calls, loops with divergent exits, local frames; every third one with
+    unstructured control flow)."""
+    assert same_memory(random_with_calls(seed), f"rand{seed}.ptx", 3, seed) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(4, 64))
+def test_random_programs_run_the_same_as_calls_property(seed):
+    assert same_memory(random_with_calls(seed), f"rand{seed}.ptx", 3, seed) == []
