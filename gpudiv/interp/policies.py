@@ -13,10 +13,15 @@ which raises `PolicyFault` for a misuse the policy cannot run (the engine locate
   branch reconverges at its `rpc` (the immediate post-dominator, or the reconvergence
   point written on the branch, `gpudiv.interp.engine.RECONVERGE_ATTR`);
 - `SyncStack`: the seed's explicit `sync` stack (Sampaio 2013, Tables 3.3-3.5);
-- `Groups`: entries `[pc, lanes, sel, parked]`, one group of lanes per pc: `frontier`
-  runs the lowest pc and merges groups that meet, `mimd` one thread at a time;
+- `Groups`: entries `[pc, lanes, sel, parked, frames]`, one group of lanes per pc (and
+  calls it is in): `frontier` runs the lowest pc and merges groups that meet, `mimd`
+  one thread at a time;
 - `Aware`: entries `[pc, lanes, sel, meeting]`, AWARE's warp splits in a FIFO with a
   reconvergence table (`Meeting`) and timed-out reconvergence.
+
+PTX calls run as calls (`gpudiv.interp.ptx_calls`) go through `call` and `ret`: the PDOM
+stack runs a callee in an entry of its own, `Groups` keep the calls each group is in;
+`SyncStack` and `Aware` refuse (`PolicyFault`).
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ EMPTY = np.zeros(0, dtype=np.int64)
 EMPTY.flags.writeable = False
 
 
-CALLS_NEED_IPDOM = ("a call run as a call (recursion) needs the ipdom reconvergence "
-                    "policy")
+CALLS_REFUSED = ("a call run as a call (recursion) needs the ipdom, frontier or mimd "
+                 "reconvergence policy")
 
 
 class PolicyFault(Exception):
@@ -63,13 +68,13 @@ def entry(pc: int, lanes: np.ndarray, extra) -> list:
 
 
 class _NoCalls:
-    """A policy that cannot run calls as calls (only `IpdomStack` can)."""
+    """A policy that cannot run calls as calls (`IpdomStack` and `Groups` can)."""
 
     def call(self, top: list, pc: int, target: int, entering, activation) -> None:
-        raise PolicyFault(CALLS_NEED_IPDOM, top[1])
+        raise PolicyFault(CALLS_REFUSED, top[1])
 
     def ret(self, top: list):
-        raise PolicyFault(CALLS_NEED_IPDOM, top[1])
+        raise PolicyFault(CALLS_REFUSED, top[1])
 
 
 class IpdomStack:
@@ -146,14 +151,14 @@ class IpdomStack:
         if depth > self.counters.max_stack_depth:
             self.counters.max_stack_depth = depth
 
-    def ret(self, top: list):
+    def ret(self, top: list) -> tuple:
         """A return: end the callee's entry; its lanes go on after the call. Returns the
-        activation `call` was given."""
+        activations they return from (the one `call` was given)."""
         if self.stack[-1] is not top or isinstance(top[3], int):
             raise PolicyFault("return from a function whose lanes have not reconverged",
                               top[1])
         self.stack.pop()
-        return top[3]
+        return (top[3],)
 
     def stop(self, top: list) -> None:
         """Retire the active lanes from every entry; drop entries left without lanes."""
@@ -308,12 +313,15 @@ class SyncStack(_NoCalls):
                 if len(n[1]) or len(n[3])]
 
 
-class Groups(_NoCalls):
-    """Groups of lanes, each at its own pc: entries [pc, lanes, sel, parked] where parked
-    is False, "barrier" or "collective". The frontier policy runs the group with the
-    lowest pc (the fixed block priority is the layout order) and merges groups that meet;
-    the mimd policy keeps one group per thread and takes them in turn, one instruction
-    each, and joins them at warp collectives (`shfl`, `vote`: every live lane takes part)."""
+class Groups:
+    """Groups of lanes, each at its own pc: entries [pc, lanes, sel, parked, frames]
+    where parked is False, "barrier" or "collective", and frames the calls the group is
+    in (calls run as calls), outermost first: (return pc, the activations) each. The
+    frontier policy runs the group with the lowest pc (the fixed block priority is the
+    layout order; in a callee, the pc of the call first, as if inlined there) and merges
+    groups that meet at one pc in the same calls; the mimd policy keeps one group per
+    thread and takes them in turn, one instruction each, and joins them at warp
+    collectives (`shfl`, `vote`: every live lane takes part)."""
 
     grouped = True
 
@@ -321,9 +329,9 @@ class Groups(_NoCalls):
         self.counters = counters
         self.mimd = mimd
         if mimd:
-            self.groups = [entry(0, lanes[k:k + 1].copy(), False) for k in range(len(lanes))]
+            self.groups = [_group(0, lanes[k:k + 1].copy()) for k in range(len(lanes))]
         else:
-            self.groups = [entry(0, lanes, False)]
+            self.groups = [_group(0, lanes)]
         counters.max_stack_depth = max(counters.max_stack_depth, len(self.groups))
         self.k = 0  # the index of the running group
         self.cursor = 0  # mimd: the next thread to consider
@@ -347,7 +355,7 @@ class Groups(_NoCalls):
             return groups[first]
         best = None
         for k, group in enumerate(groups):
-            if not group[3] and (best is None or group[0] < groups[best][0]):
+            if not group[3] and (best is None or _place(group) < _place(groups[best])):
                 best = k
         if best is None:
             return None
@@ -361,38 +369,39 @@ class Groups(_NoCalls):
     def running(self) -> list:
         """The entry that runs (or waits at a barrier)."""
         if not self.groups:
-            return entry(0, EMPTY, False)
+            return _group(0, EMPTY)
         runnable = [g for g in self.groups if not g[3]] or self.groups
         if self.mimd:
             return runnable[0]
-        return min(runnable, key=lambda g: g[0])
+        return min(runnable, key=_place)
 
     def moved(self) -> None:
         """After the running group moved: mimd splits a group the engine ran as one
-        (after a barrier or collective) into threads; frontier merges groups at one pc."""
+        (after a barrier or collective) into threads; frontier merges groups at one pc
+        in the same calls."""
         if self.mimd:
             group = self.groups[self.k] if self.k < len(self.groups) else None
             if group is not None and len(group[1]) > 1:
                 self._scatter(self.k)
             return
-        first: dict[int, list] = {}
+        first: dict[tuple, list] = {}
         keep = []
         for group in self.groups:
-            other = None if group[3] else first.get(group[0])
+            where = (group[0], _returns(group))
+            other = None if group[3] else first.get(where)
             if other is None:
                 if not group[3]:
-                    first[group[0]] = group
+                    first[where] = group
                 keep.append(group)
                 continue
-            lanes = frozen(np.union1d(other[1], group[1]))
-            other[1], other[2] = lanes, selector(lanes)
+            _merge(other, group)
             self.counters.reconvergences += 1
         self.groups = keep
 
     def _scatter(self, k: int) -> None:
         """Mimd: the lanes of group k go on one by one."""
-        pc, lanes = self.groups[k][0], self.groups[k][1]
-        self.groups[k:k + 1] = [entry(pc, lanes[j:j + 1].copy(), False)
+        pc, lanes, frames = self.groups[k][0], self.groups[k][1], self.groups[k][4]
+        self.groups[k:k + 1] = [_group(pc, lanes[j:j + 1].copy(), False, frames)
                                 for j in range(len(lanes))]
 
     def branch(self, top: list, pc: int, target: int, jumps: np.ndarray, taken: int,
@@ -408,8 +417,34 @@ class Groups(_NoCalls):
         side = lanes[~jumps]
         top[0], top[1] = pc + 1, frozen(side)
         top[2] = selector(side)
-        self.groups.insert(self.k + 1, entry(target, lanes[jumps], False))
+        self.groups.insert(self.k + 1, _group(target, lanes[jumps], False, top[4]))
         self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
+
+    def call(self, top: list, pc: int, target: int, entering: np.ndarray | None,
+             activation) -> None:
+        """A call: the calling lanes (`entering`, None: all) go to the callee with one
+        more frame, returning after the call; the others go on after it."""
+        lanes = top[1]
+        frames = (*top[4], (pc + 1, (activation,)))
+        if entering is None or entering.all():
+            top[0], top[4] = target, frames
+            return
+        top[0] = pc + 1
+        if not entering.any():
+            return
+        rest = lanes[~entering]
+        top[1], top[2] = frozen(rest), selector(rest)
+        self.groups.insert(self.k + 1, _group(target, lanes[entering], False, frames))
+        self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
+
+    def ret(self, top: list) -> tuple:
+        """A return: the running group leaves its innermost call. Returns the
+        activations it returns from."""
+        if not top[4]:
+            raise PolicyFault("return outside a call", top[1])
+        (back, activations), top[4] = top[4][-1], top[4][:-1]
+        top[0] = back
+        return activations
 
     def sync(self, top: list, pc: int) -> None:
         """Reconvergence is implicit: `sync` does nothing."""
@@ -434,12 +469,16 @@ class Groups(_NoCalls):
 
     def _join_at_barrier(self) -> bool:
         """Every group waits at a barrier: make them one group (they must wait at one)."""
-        pcs = {g[0] for g in self.groups}
-        if len(pcs) > 1:
+        places = {(g[0], _returns(g)) for g in self.groups}
+        if len(places) > 1:
             raise PolicyFault("lanes of the warp wait at different barriers", self.unfinished())
         if len(self.groups) > 1:
             self.counters.reconvergences += 1
-        self.groups = [entry(pcs.pop(), self.unfinished(), "barrier")]
+        joined = self.groups[0]
+        for group in self.groups[1:]:
+            _merge(joined, group)
+        joined[3] = "barrier"
+        self.groups = [joined]
         self.k = 0
         return True
 
@@ -450,11 +489,14 @@ class Groups(_NoCalls):
             return None
         gathered = [g for g in self.groups if g[3] == "collective"]
         if gathered:
-            pc = min(g[0] for g in gathered)
-            meet = [g for g in gathered if g[0] == pc]
-            lanes = frozen(np.sort(np.concatenate([g[1] for g in meet])))
+            first = min(gathered, key=_place)
+            where = (first[0], _returns(first))
+            meet = [g for g in gathered if (g[0], _returns(g)) == where]
+            joined = _group(first[0], first[1], False, first[4])
+            for group in meet[1:]:
+                _merge(joined, group)
             rest = [g for g in self.groups if not any(g is m for m in meet)]
-            self.groups = [entry(pc, lanes, False), *rest]
+            self.groups = [joined, *rest]
             self.counters.reconvergences += len(meet) > 1
             self.k = self.cursor = 0
             return "collective", self.groups[0]
@@ -485,16 +527,44 @@ class Groups(_NoCalls):
 
     def state(self) -> bytes:
         """The control state as bytes (for cycle detection)."""
-        return b";".join(str((g[0], g[3])).encode() + g[1].tobytes() for g in self.groups) \
-            + str(self.cursor if self.mimd else 0).encode()
+        return b";".join(str((g[0], g[3], g[4])).encode() + g[1].tobytes()
+                         for g in self.groups) + str(self.cursor if self.mimd else 0).encode()
 
     def waiting(self) -> list[tuple[np.ndarray, int]]:
         """Frontier: the groups that do not run, lowest pc first; mimd: none."""
         if self.mimd or len(self.groups) < 2:
             return []
         running = self.running()
-        others = sorted((g for g in self.groups if g is not running), key=lambda g: g[0])
+        others = sorted((g for g in self.groups if g is not running), key=_place)
         return [(g[1], g[0]) for g in others]
+
+
+def _group(pc: int, lanes: np.ndarray, parked=False, frames: tuple = ()) -> list:
+    """A `Groups` entry [pc, lanes, sel, parked, frames]."""
+    group = entry(pc, lanes, parked)
+    group.append(frames)
+    return group
+
+
+def _returns(group: list) -> tuple[int, ...]:
+    """The return pcs of the calls a group is in: groups meet only within the same."""
+    return tuple(back for back, _ in group[4])
+
+
+def _place(group: list) -> tuple[int, ...]:
+    """Where a group is in layout order, as if its calls were inlined at their sites:
+    the pcs of its calls, outermost first, then its own."""
+    return (*(back - 1 for back, _ in group[4]), group[0])
+
+
+def _merge(into: list, group: list) -> None:
+    """Add the lanes of `group` to `into` (at the same pc, in the same calls), and the
+    activations of each of their calls."""
+    lanes = frozen(np.union1d(into[1], group[1]))
+    into[1], into[2] = lanes, selector(lanes)
+    if into[4]:
+        into[4] = tuple((back, tuple(dict.fromkeys((*mine, *theirs))))
+                        for (back, mine), (_, theirs) in zip(into[4], group[4], strict=True))
 
 
 class Meeting:

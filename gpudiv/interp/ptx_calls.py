@@ -33,8 +33,9 @@ class StackOverflow(Exception):
 @dataclass(eq=False)
 class Activation:
     """One call of `callee` by `lanes` (`sel`: their selector); what a recursive call
-    saved (registers and `.local` addresses of the callee in those lanes) and the stack
-    bytes its frame took."""
+    saved (the callee's registers and `.local` addresses, every thread's: restored in
+    the lanes that return, which may return at different times under `mimd`) and the
+    stack bytes its frame took."""
 
     callee: str
     lanes: np.ndarray
@@ -104,7 +105,7 @@ class CallFrames:
         if depth is None:  # not recursive: nothing to save
             return activation
         if depth[sel].any():
-            activation.saved = {n: self.regs[n][sel].copy() for n in self.registers[callee]}
+            activation.saved = {n: self.regs[n].copy() for n in self.registers[callee]}
             layout = self.layouts.get(callee)
             if layout is not None:
                 offsets, size = layout
@@ -115,31 +116,33 @@ class CallFrames:
                         f"{size} bytes beyond the {self.stack_end - self.stack_base} "
                         f"bytes of stack a thread has (--stack-size)")
                 for symbol, offset in offsets.items():
-                    activation.saved[symbol] = self.specials[symbol][sel].copy()
+                    activation.saved[symbol] = self.specials[symbol].copy()
                     self.specials[symbol][sel] = (base + offset).astype(np.uint64)
                 self.sp[sel] = base + size
                 activation.frame = size
             digest = hashlib.blake2b(digest_size=8)
             for values in activation.saved.values():
-                digest.update(values.tobytes())
+                digest.update(values[sel].tobytes())
             activation.digest = digest.hexdigest()
         depth[sel] += 1
         return activation
 
-    def leave(self, activation: Activation) -> None:
-        """The call `activation` stands for returns (after its outputs were passed)."""
+    def leave(self, activation: Activation, lanes: np.ndarray) -> None:
+        """`lanes` return from the call `activation` stands for (after their outputs were
+        passed)."""
         depth = self.depth.get(activation.callee)
         if depth is None:
             return
-        sel = activation.sel
-        depth[sel] -= 1
+        if len(lanes) != len(activation.lanes):
+            lanes = np.intersect1d(lanes, activation.lanes, assume_unique=True)
+        depth[lanes] -= 1
         if activation.saved is None:
             return
         for name, values in activation.saved.items():
             store = self.regs.get(name)
-            (self.specials[name] if store is None else store)[sel] = values
+            (self.specials[name] if store is None else store)[lanes] = values[lanes]
         if activation.frame:
-            self.sp[sel] -= activation.frame
+            self.sp[lanes] -= activation.frame
 
     def state(self) -> list[bytes]:
         """The bookkeeping as bytes (for cycle detection)."""

@@ -110,9 +110,10 @@ class Machine:
                              stack=launch.stack_size if recursive else 0)
         self.counters = Counters(warp_width=WARP_SIZE)
         self.policy = machine_policy(kernel, launch.reconvergence)
-        if self.functions and self.policy not in ("ipdom", "marked"):
-            raise Unsupported(f"kernel {kernel.name} runs its calls as calls, which only "
-                              f"the ipdom reconvergence policy can (not {self.policy})")
+        if self.functions and self.policy not in CALLING_POLICIES:
+            raise Unsupported(f"kernel {kernel.name} runs its calls as calls, which the "
+                              f"{self.policy} reconvergence policy cannot (ipdom, frontier "
+                              f"and mimd can)")
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
         self.regs: dict[str, np.ndarray] = {}
@@ -1106,10 +1107,13 @@ class Machine:
         except StackOverflow as error:
             raise self._error(op.index, lanes, warp, str(error)) from None
 
-    def leave(self, op: _Op, top: list, warp: int, activation) -> None:
-        """A return: pass the outputs, restore what a recursive call saved."""
+    def leave(self, op: _Op, top: list, warp: int, activations: tuple) -> None:
+        """A return of the lanes of `top`: pass the outputs, restore what their recursive
+        calls saved (`activations`: the calls they return from; lanes of several merge
+        under `frontier`)."""
         op.fn(top[2], top[1], warp)
-        self.frames.leave(activation)
+        for activation in activations:
+            self.frames.leave(activation, top[1])
 
     def jumps(self, op: _Op, top: list, warp: int) -> np.ndarray:
         """Which lanes of `top` a branch sends to its target."""
@@ -1216,6 +1220,9 @@ class Machine:
 
 
 _CALL_OPERATORS = frozenset({"call", "call.input", "call.return"})
+# The policies whose control objects run calls as calls (`policies.IpdomStack.call`,
+# `policies.Groups.call`).
+CALLING_POLICIES = ("ipdom", "marked", "frontier", "mimd")
 
 
 def _passing(function: str, way: str, slot: tuple[str, int]) -> str:

@@ -12,13 +12,7 @@ import numpy as np
 import pytest
 
 from gpudiv.interp import ptx_machine
-from gpudiv.interp.ptx import (
-    PtxDeadlockError,
-    PtxExecutionError,
-    PtxLaunch,
-    run_ptx_growing,
-    run_ptx_kernel,
-)
+from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_growing, run_ptx_kernel
 from gpudiv.lang.ptx.functions import FunctionReader
 from gpudiv.verify.oracle import ptx_launches
 from gpudiv.verify.randptx import random_ptx
@@ -205,12 +199,35 @@ def test_a_guarded_call_runs_in_the_lanes_whose_guard_holds():
                                                               for t in range(32)]
 
 
-@pytest.mark.parametrize("policy", ["frontier", "mimd", "aware"])
-def test_other_reconvergence_policies_say_they_cannot_run_calls(policy):
-    with pytest.raises(PtxExecutionError, match=f"runs its calls as calls, which only the "
-                                                f"ipdom reconvergence policy can \\(not {policy}"):
+@pytest.mark.parametrize("policy", ["frontier", "mimd"])
+@pytest.mark.parametrize("build", ["O3", "G"])
+def test_frontier_and_mimd_run_calls_as_calls(policy, build):
+    """Groups of lanes carry the calls they are in: they meet only within the same."""
+    for kernel, args in (("fib_per_thread", {0: np.zeros(64, np.int32)}),
+                         ("frames_uniform", {0: np.zeros(64, np.int32), 1: 4})):
+        runs = [run_ptx_kernel(sample(build, kernel), PtxLaunch(block=(64, 1, 1), args=args,
+                                                                reconvergence=chosen))
+                for chosen in ("ipdom", policy)]
+        name = f"{kernel}_param_0"
+        assert runs[0].buffers[name].tolist() == runs[1].buffers[name].tolist()
+
+
+def test_aware_cannot_run_calls_as_calls():
+    with pytest.raises(PtxExecutionError, match="runs its calls as calls, which the aware "
+                                                "reconvergence policy cannot"):
         run_ptx_kernel(sample("O3", "fib_per_thread"),
-                       PtxLaunch(args={0: np.zeros(32, np.int32)}, reconvergence=policy))
+                       PtxLaunch(args={0: np.zeros(32, np.int32)}, reconvergence="aware"))
+
+
+def test_frontier_runs_a_callee_as_if_inlined_at_its_call():
+    """Under frontier, the lanes that call run the callee before the lanes that skipped
+    the call go on (the callee sits between the call and the next instruction), and
+    meet them after it: the same counters as the inlined kernel."""
+    counters = [run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(32, np.uint32)},
+                                                  reconvergence="frontier")).counters
+                for kernel in (executable(GUARDED, "guarded"),
+                               FunctionReader(GUARDED, "t.ptx").inlined("guarded"))]
+    assert counters[0].reconvergences == counters[1].reconvergences == 1
 
 
 def test_inlining_cannot_run_the_recursion():
@@ -237,10 +254,6 @@ def same_memory(text: str, path: str, launches: int, seed: int = 0) -> list[str]
                 try:
                     buffers = run_ptx_growing(kernel, copy.deepcopy(launch)).buffers
                     outcomes.append({k: v.tobytes() for k, v in buffers.items()})
-                except PtxDeadlockError:
-                    # its message differs: the inlined run confirms it under mimd,
-                    # which cannot run calls as calls
-                    outcomes.append("never finishes")
                 except PtxExecutionError as error:
                     outcomes.append((error.line, error.message))
             if outcomes[0] != outcomes[1]:
