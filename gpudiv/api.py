@@ -14,7 +14,7 @@ from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import RuleError, in_context
 from gpudiv.analyses.stack_slots import original
-from gpudiv.lang.load import language_of, load, parse_text, read_source
+from gpudiv.lang.load import LoadError, language_of, load, parse_text, read_source
 
 if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel runs
     from gpudiv.analyses.call_summaries import CallsAnalysis
@@ -39,18 +39,26 @@ RUN_CALL_MODES = ("auto", "inline", "call")
 
 
 def kernel_to_run(path: str | Path, kernel: ir.Kernel, calls: str = "auto") -> ir.Kernel:
-    """The form of a PTX kernel (as `load` reads it: calls inlined) that the interpreter
-    runs: `inline` as it is; `call` with its calls run as calls (each function lowered
-    once, `gpudiv.interp.ptx_calls`); `auto` as it is unless inlining left a call to a
-    function of the file opaque (recursion, or nesting deeper than the inliner goes).
-    ValueError when the calls cannot be kept."""
+    """The form of a PTX kernel (as `load` reads it from `path`: calls inlined) that the
+    interpreter runs: `inline` as it is; `call` with its calls run as calls (each
+    function lowered once, `gpudiv.interp.ptx_calls`); `auto` as it is unless inlining
+    left a call to a function of the file opaque (recursion, or nesting deeper than the
+    inliner goes; such a kernel keeps the text it was read from). ValueError when the
+    calls cannot be kept."""
     if calls not in RUN_CALL_MODES:
         raise ValueError(f"unknown call mode '{calls}' (one of {', '.join(RUN_CALL_MODES)})")
     if calls == "inline" or (calls == "auto" and not kernel.attrs.get("calls_not_inlined")):
         return kernel
     from gpudiv.lang.ptx.functions import FunctionReader
 
-    reader = FunctionReader(read_source(Path(path)), str(path))
+    text = kernel.attrs.get("ptx_text")  # a kernel that recurses keeps its file's text
+    if text is None:
+        try:
+            text = read_source(Path(path))
+        except LoadError as error:
+            raise ValueError(f"kernel {kernel.name}: cannot keep its calls as calls "
+                             f"({error})") from None
+    reader = FunctionReader(str(text), str(path))
     kept = reader.executable(kernel.name) if kernel.name in reader.entries else None
     if kept is None:
         errors = [str(d) for d in reader.diagnostics if d.severity == "error"]

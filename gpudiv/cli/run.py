@@ -96,7 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                           args.kernel))
     if args.max_steps < 0:
         raise CommandError("error: --max-steps must be 0 or more")
-    if getattr(args, "stack_size", 0) < 0:
+    if args.stack_size < 0:
         raise CommandError(f"{args.file}: error: --stack-size must be 0 or more")
     if args.aware_timeout < 0:
         raise CommandError(f"{args.file}: error: --aware-timeout must not be negative")

@@ -131,8 +131,9 @@ class Semantics(Protocol):
         activation the control object keeps until the callee returns)."""
         ...
 
-    def leave(self, op, top: list, warp: int, activation) -> None:
-        """A RET of the activation `enter` made: pass the results back."""
+    def leave(self, op, top: list, warp: int, activations: tuple) -> None:
+        """A RET of the lanes of `top` from the activations `enter` made (the control
+        object's `ret` says which): pass the results back."""
         ...
 
 
@@ -329,8 +330,8 @@ class Engine:
                     self.call_observer.call(index, op.instr.id, lanes if entering is None
                                             else lanes[entering])
             elif code == RET:
-                activation = self._policy(control.ret, top, pc, index)
-                sem.leave(op, top, index, activation)
+                activations = self._policy(control.ret, top, pc, index)
+                sem.leave(op, top, index, activations)
                 if self.call_observer is not None:
                     self.call_observer.ret(index, op.instr.id, lanes)
             elif code == BARRIER:

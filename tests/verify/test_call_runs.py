@@ -48,3 +48,48 @@ def test_a_wrong_claim_inside_an_inlined_recursive_call_is_caught():
     report = check_kernel(careless, ptx_launches(inlined, 0, result.block),
                           run=api._ptx_runner(str(path), inlined))
     assert any(v.source == wrong.source for v in report.violations)
+
+
+def test_a_kernel_read_from_text_is_checked_too():
+    """The inlined kernel keeps the text it was read from: no file is read again."""
+    text = RECURSION[0].read_text()
+    reports = api.check(api.analyze_text(text, "<string>", "simple", language="ptx"))
+    assert [r.status for r in reports] == ["checked"] * 3
+    assert all(r.uses_checked > 0 for r in reports)
+
+
+def inlined_and_as_calls(path: Path, analysis: str = "affine2") -> list[tuple]:
+    """Per kernel with calls of a sample: the oracle's report on the inlined kernel run
+    inlined, and on the same claims with the kernel run with its calls as calls."""
+    from gpudiv.interp.ptx import run_ptx_growing
+    from gpudiv.verify.call_runs import calls_runner
+
+    pairs = []
+    for index, result in enumerate(api.analyze(path, analysis).kernels):
+        inlined = original(result.ssa.cfg.kernel)
+        if not inlined.attrs.get("call_instances") or inlined.attrs.get("calls_not_inlined"):
+            continue  # no calls, or recursion (inlined, it cannot run)
+        launches = ptx_launches(inlined, index, result.block)
+        as_calls = calls_runner(api.kernel_to_run(path, inlined, "call"), inlined,
+                                run_ptx_growing)
+        pairs.append((check_kernel(result, launches, run=run_ptx_growing),
+                      check_kernel(result, launches, run=as_calls)))
+    return pairs
+
+
+def assert_checked_as_calls(path: Path) -> None:
+    for inline, as_calls in inlined_and_as_calls(path):
+        assert as_calls.runs == inline.runs and not as_calls.violations
+        # every use but the argument and result copies of calls
+        assert as_calls.uses_checked >= inline.uses_checked // 2 > 0 or inline.runs == 0
+
+
+def test_claims_are_checked_on_a_run_with_calls_as_calls():
+    assert_checked_as_calls(SAMPLES / "cuda" / "many_calls.O3.ptx")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted((SAMPLES / "cuda").glob("*.ptx")),
+                         ids=lambda p: p.name)
+def test_every_sample_is_checked_with_calls_as_calls(path):
+    assert_checked_as_calls(path)

@@ -266,8 +266,9 @@ class _Reader:
             kernel.attrs["ptx_unlowered"] = Unlowered(unit, fn, self.symbol_details)
         if lowering.call_instances:
             kernel.attrs["call_instances"] = dict(lowering.call_instances)
-        if lowering.not_inlined:
+        if lowering.not_inlined:  # the interpreter lowers it again with calls kept
             kernel.attrs["calls_not_inlined"] = tuple(sorted(lowering.not_inlined))
+            kernel.attrs["ptx_text"] = self.text
         labels = {b.label for b in blocks}
         for instr in kernel.instructions():
             if instr.target is not None and instr.target not in labels:
