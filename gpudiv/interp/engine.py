@@ -126,9 +126,10 @@ class Semantics(Protocol):
         """Lanes as the messages name them (μ-SIMD thread ids, PTX lane ids)."""
         ...
 
-    def enter(self, op, top: list, warp: int) -> tuple[np.ndarray | None, object]:
-        """A CALL: pass the arguments; (which lanes of `top` call: None for all, the
-        activation the control object keeps until the callee returns)."""
+    def enter(self, op, top: list, warp: int) -> list[tuple]:
+        """A CALL: pass the arguments; per callee (a call through a function pointer
+        may reach several), (which lanes of `top` call it: None for all, its entry pc,
+        the activation the control object keeps until it returns)."""
         ...
 
     def leave(self, op, top: list, warp: int, activations: tuple) -> None:
@@ -323,12 +324,14 @@ class Engine:
                 self._policy(control.stop, top, pc, index)
                 continue
             elif code == CALL:
-                entering, activation = sem.enter(op, top, index)
-                self._policy(control.call, top, pc, index, pc, op.target, entering,
-                             activation)
-                if self.call_observer is not None and activation is not None:
-                    self.call_observer.call(index, op.instr.id, lanes if entering is None
-                                            else lanes[entering])
+                calls = sem.enter(op, top, index)
+                if len(calls) > 1:  # a call through pointers to several functions
+                    counters.divergent_branches += 1
+                self._policy(control.call, top, pc, index, pc, calls)
+                if self.call_observer is not None:
+                    for entering, _, _ in calls:
+                        self.call_observer.call(index, op.instr.id, lanes if entering is None
+                                                else lanes[entering])
             elif code == RET:
                 activations = self._policy(control.ret, top, pc, index)
                 sem.leave(op, top, index, activations)

@@ -70,7 +70,7 @@ def entry(pc: int, lanes: np.ndarray, extra) -> list:
 class _NoCalls:
     """A policy that cannot run calls as calls (`IpdomStack` and `Groups` can)."""
 
-    def call(self, top: list, pc: int, target: int, entering, activation) -> None:
+    def call(self, top: list, pc: int, calls: list[tuple]) -> None:
         raise PolicyFault(CALLS_REFUSED, top[1])
 
     def ret(self, top: list):
@@ -133,20 +133,16 @@ class IpdomStack:
         """Reconvergence is automatic: `sync` does nothing."""
         top[0] = pc + 1
 
-    def call(self, top: list, pc: int, target: int, entering: np.ndarray | None,
-             activation) -> None:
-        """A call: the lanes of `top` wait after it, the calling ones (`entering`, None:
-        all) run the callee in an entry of their own whose reconvergence point is the
-        activation (never a pc: only `ret` ends it, so no pc of a recursive activation
-        can be taken for an outer one's)."""
-        lanes = top[1]
+    def call(self, top: list, pc: int, calls: list[tuple]) -> None:
+        """A call: the lanes of `top` wait after it; the lanes of each call (`calls`:
+        (mask of `top`'s lanes, None for all; the callee's entry pc; the activation))
+        run their callee in an entry of their own, one after the other, whose
+        reconvergence point is the activation (never a pc: only `ret` ends it, so no
+        pc of a recursive activation can be taken for an outer one's)."""
         top[0] = pc + 1
-        if entering is not None:
-            if not entering.any():
-                return
-            if not entering.all():
-                lanes = lanes[entering]
-        self.stack.append(entry(target, lanes, activation))
+        for entering, target, activation in reversed(calls):
+            lanes = top[1] if entering is None else top[1][entering]
+            self.stack.append(entry(target, lanes, activation))
         depth = len(self.stack)
         if depth > self.counters.max_stack_depth:
             self.counters.max_stack_depth = depth
@@ -420,21 +416,27 @@ class Groups:
         self.groups.insert(self.k + 1, _group(target, lanes[jumps], False, top[4]))
         self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
 
-    def call(self, top: list, pc: int, target: int, entering: np.ndarray | None,
-             activation) -> None:
-        """A call: the calling lanes (`entering`, None: all) go to the callee with one
-        more frame, returning after the call; the others go on after it."""
+    def call(self, top: list, pc: int, calls: list[tuple]) -> None:
+        """A call: the lanes of each call (`calls`: (mask of `top`'s lanes, None for all;
+        the callee's entry pc; the activation)) go to their callee in a group with one
+        more frame, returning after the call; the lanes that do not call go on after it."""
         lanes = top[1]
-        frames = (*top[4], (pc + 1, (activation,)))
-        if entering is None or entering.all():
-            top[0], top[4] = target, frames
-            return
+        called = np.zeros(len(lanes), dtype=bool)
+        groups = []
+        for entering, target, activation in calls:
+            mask = np.ones(len(lanes), dtype=bool) if entering is None else entering
+            called |= mask
+            groups.append(_group(target, lanes[mask], False,
+                                 (*top[4], (pc + 1, (activation,)))))
+        rest = lanes[~called]
         top[0] = pc + 1
-        if not entering.any():
-            return
-        rest = lanes[~entering]
-        top[1], top[2] = frozen(rest), selector(rest)
-        self.groups.insert(self.k + 1, _group(target, lanes[entering], False, frames))
+        if len(rest) < len(lanes):
+            if len(rest):
+                top[1], top[2] = frozen(rest), selector(rest)
+                self.groups[self.k + 1:self.k + 1] = groups
+            else:
+                top[:] = groups[0]
+                self.groups[self.k + 1:self.k + 1] = groups[1:]
         self.counters.max_stack_depth = max(self.counters.max_stack_depth, len(self.groups))
 
     def ret(self, top: list) -> tuple:

@@ -81,6 +81,10 @@ class _Op:
     case: int | None = None
     message: str = ""
     callee: str = ""  # CALL: the function called
+    # CALL through a function pointer: (the pointer's reader, [(function, its argument
+    # copies)], function address → position in that list, per thread the position of
+    # the function it called last: what the call's result instructions read)
+    indirect: tuple | None = None
     # bar.red: the reduction ("popc", "and" or "or") and each lane's vote (see `_release`)
     reduction: tuple[str, Callable] | None = None
     # a warp collective (shfl, vote, activemask, redux): under mimd the warp's lanes meet
@@ -128,6 +132,7 @@ class Machine:
                                                kernel.attrs.get("symbols", {})),
                                  self.threads, self.memory.stack_base, launch.stack_size)
         self.relocatable = self.frames.relocatable
+        self.chosen: dict[tuple, np.ndarray] = {}  # calls through pointers (`_chosen`)
         self._renames: dict[str, str] = {}
         self.ops = self._prepare()
         self.end = len(self.ops)
@@ -393,6 +398,12 @@ class Machine:
                       for slot, arg in zip(instr.attrs["outputs"], instr.args, strict=True)]
             op.fn = _all_of(copies)
             return
+        if "indirect" in instr.attrs:
+            self._indirect_call(op, instr)
+            return
+        if "indirect_output" in instr.attrs:
+            op.fn = self._indirect_result(instr)
+            return
         callee = str(instr.attrs.get("callee", ""))
         if callee not in self.functions:
             raise Unsupported(f"cannot execute the call to '{callee or '?'}': the function "
@@ -404,20 +415,64 @@ class Machine:
                                   f"from several output slots of the callee")
             op.fn = self._pass(instr.dest, ir.Var(_passing(callee, "out", slot)))
             return
+        op.code, op.callee = CALL, callee
+        op.fn = self._arguments(callee, instr.attrs.get("call_inputs", ()), instr.args)
+        op.target = self.entries[callee]
+        if instr.guard is not None:
+            op.cond = self._guard(instr.guard)
+
+    def _arguments(self, callee: str, call_inputs: tuple, args: tuple) -> Callable:
+        """Copy a call's arguments into the registers of the callee's input slots."""
         copies = []
-        for slot, positions in instr.attrs.get("call_inputs", ()):
+        for slot, positions in call_inputs:
             register = _passing(callee, "in", slot)
             if register not in self.regs:
                 continue
             if positions is not None and len(positions) != 1:
                 raise Unsupported(f"cannot execute the call to '{callee}': it reads a "
                                   f"parameter at an offset its caller did not write as such")
-            source = ir.Const(0) if positions is None else instr.args[positions[0]]
+            source = ir.Const(0) if positions is None else args[positions[0]]
             copies.append(self._pass(register, source))
-        op.code, op.callee, op.fn = CALL, callee, _all_of(copies)
-        op.target = self.entries[callee]
+        return _all_of(copies)
+
+    def _chosen(self, instr: ir.Instruction) -> np.ndarray:
+        """Per thread, which function the call through a pointer of `instr`'s PTX
+        instruction called last (the call and its results share the group)."""
+        key = (self._unit, instr.group)
+        if key not in self.chosen:
+            self.chosen[key] = np.full(self.threads, -1, dtype=np.int16)
+        return self.chosen[key]
+
+    def _indirect_call(self, op: _Op, instr: ir.Instruction) -> None:
+        """A call through a function pointer (`_KernelLowering.indirect_call`)."""
+        reachable = [(f, self._arguments(f, inputs, instr.args))
+                     for f, inputs in instr.attrs["indirect"] if f in self.functions]
+        at = {self.memory.addresses[f][1]: k for k, (f, _) in enumerate(reachable)}
+        op.code = CALL
+        op.indirect = (self._get(instr.args[0], "u64"), reachable, at, self._chosen(instr))
         if instr.guard is not None:
             op.cond = self._guard(instr.guard)
+
+    def _indirect_result(self, instr: ir.Instruction) -> Callable:
+        """A result of a call through a function pointer: in each lane, the output of the
+        function that lane called (0 where that function never writes it)."""
+        chosen = self._chosen(instr)
+        takes = []
+        for function, slot in instr.attrs["indirect_output"]:
+            register = _passing(function, "out", slot) if slot is not None else ""
+            takes.append(self._pass(instr.dest, ir.Var(register) if register in self.regs
+                                    else ir.Const(0)))
+
+        def result(sel, lanes, warp):
+            picked = chosen[sel]
+            for k, take in enumerate(takes):
+                mask = picked == k
+                if mask.all():
+                    take(sel, lanes, warp)
+                elif mask.any():
+                    some = lanes[mask]
+                    take(selector(some), some, warp)
+        return result
 
     def _pass(self, dest: str, source: ir.Operand) -> Callable:
         """Copy a value bit for bit into register `dest` (a call's arguments, results)."""
@@ -1089,21 +1144,56 @@ class Machine:
         except Unsupported as error:
             raise self._error(op.index, top[1], warp, str(error)) from None
 
-    def enter(self, op: _Op, top: list, warp: int) -> tuple[np.ndarray | None, object]:
-        """A call: pass the arguments in the lanes of `top` (those whose guard holds);
-        (those lanes as a mask, None for all; the activation of the callee)."""
+    def enter(self, op: _Op, top: list, warp: int) -> list[tuple]:
+        """A call in the lanes of `top` (those whose guard holds): pass the arguments;
+        per function called, (its lanes as a mask of `top`'s, None for all; its entry
+        pc; its activation)."""
         lanes, sel = top[1], top[2]
         entering = None
         if op.cond is not None:
             entering = np.broadcast_to(op.cond(sel), lanes.shape)
             if not entering.any():
-                return entering, None
+                return []
             if not entering.all():
                 lanes = lanes[entering]
                 sel = selector(lanes)
+        if op.indirect is not None:
+            return self._enter_through_pointer(op, top, warp, entering)
         op.fn(sel, lanes, warp)
+        return [(entering, op.target, self._activation(op, op.callee, lanes, sel, warp))]
+
+    def _enter_through_pointer(self, op: _Op, top: list, warp: int,
+                               entering: np.ndarray | None) -> list[tuple]:
+        """A call through a function pointer: the lanes go to the function their pointer
+        names, one group per function."""
+        read, reachable, at, chosen = op.indirect
+        lanes = top[1]
+        pointers = np.broadcast_to(np.asarray(read(top[2])), lanes.shape)
+        which = np.array([at.get(int(p), -1) for p in pointers], dtype=np.int64)
+        calling = np.ones(len(lanes), dtype=bool) if entering is None else entering
+        bad = calling & (which < 0)
+        if bad.any():
+            raise self._error(op.index, lanes[bad], warp,
+                              f"call through address {int(pointers[bad][0]):#x}, which is "
+                              f"no function of this file taking these arguments")
+        groups = []
+        for k in np.unique(which[calling]):
+            mask = calling & (which == k)
+            some = lanes[mask]
+            groups.append((int(k), mask, some, selector(some)))
+            reachable[k][1](groups[-1][3], some, warp)  # every argument before any frame
+        calls = []
+        for k, mask, some, sel in groups:
+            function = reachable[k][0]
+            chosen[some] = k
+            calls.append((None if len(groups) == 1 and entering is None else mask,
+                          self.entries[function],
+                          self._activation(op, function, some, sel, warp)))
+        return calls
+
+    def _activation(self, op: _Op, callee: str, lanes: np.ndarray, sel, warp: int):
         try:
-            return entering, self.frames.enter(op.callee, lanes, sel)
+            return self.frames.enter(callee, lanes, sel)
         except StackOverflow as error:
             raise self._error(op.index, lanes, warp, str(error)) from None
 

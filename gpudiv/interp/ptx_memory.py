@@ -21,6 +21,8 @@ SHARED_WINDOW = 0x0100_0000
 LOCAL_WINDOW = 0x0200_0000
 CONST_WINDOW = 0x0300_0000
 PARAM_WINDOW = 0x0400_0000
+# Where functions are (addresses a function pointer holds; no memory is there).
+CODE_WINDOW = 0x0500_0000
 WINDOW_SIZE = 0x0100_0000
 WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "const": CONST_WINDOW,
            "param": PARAM_WINDOW}
@@ -153,6 +155,8 @@ class Memory:
         self.inits: list[tuple[str, int, str, tuple]] = []
         shared_top = local_top = const_top = 0
         dynamic: list[str] = []
+        for k, function in enumerate(kernel.attrs.get("functions", {})):  # calls as calls
+            self.addresses[function] = ("global", CODE_WINDOW + 16 * (k + 1))
         for name, (space, type_, align, size, init) in symbols.items():
             align = max(int(align), 1)
             if space == "shared":

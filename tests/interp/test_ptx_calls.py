@@ -290,3 +290,57 @@ def test_random_programs_run_the_same_as_calls(seed):
 @pytest.mark.parametrize("seed", range(4, 64))
 def test_random_programs_run_the_same_as_calls_property(seed):
     assert same_memory(random_with_calls(seed), f"rand{seed}.ptx", 3, seed) == []
+
+
+POINTERS = {build: SAMPLES / "cuda" / f"function_pointers.{build}.ptx" for build in ("O3", "G")}
+
+
+def unary(which: int, x: int) -> int:
+    """samples/cuda/function_pointers.cu's table: square, negate, twice."""
+    return [x * x, -x, x if x > 100 else 2 * x][which]
+
+
+def pointers(build: str, kernel: str):
+    return executable(POINTERS[build].read_text(), kernel, str(POINTERS[build]))
+
+
+@pytest.mark.parametrize("build", ["O3", "G"])
+@pytest.mark.parametrize("policy", ["ipdom", "frontier", "mimd"])
+def test_each_lane_calls_the_function_its_pointer_names(build, policy):
+    data = np.arange(-40, 150, 3, dtype=np.int32)[:64]
+    result = run_ptx_kernel(pointers(build, "apply_per_lane"),
+                            PtxLaunch(block=(64, 1, 1), reconvergence=policy,
+                                      args={0: data, 1: np.zeros(64, np.int32), 2: 60}))
+    out = result.buffers["apply_per_lane_param_1"].tolist()
+    assert out == [unary(i % 3, int(x)) for i, x in enumerate(data[:60])] + [0] * 4
+    if policy != "mimd":  # mimd runs one thread at a time: nothing diverges
+        assert result.counters.divergent_branches >= 2  # the bounds check and the call
+
+
+@pytest.mark.parametrize("build", ["O3", "G"])
+def test_a_pointer_chosen_per_element_and_one_chosen_by_a_parameter(build):
+    data = np.arange(-16, 16, dtype=np.int32)
+    result = run_ptx_kernel(pointers(build, "pick_by_sign"),
+                            PtxLaunch(args={0: data, 1: np.zeros(32, np.int32), 2: 32}))
+    assert result.buffers["pick_by_sign_param_1"].tolist() == [abs(int(x)) if x < 0
+                                                               else int(x) ** 2 for x in data]
+    for which in range(3):
+        result = run_ptx_kernel(pointers(build, "apply_uniform"),
+                                PtxLaunch(args={0: data, 1: np.zeros(32, np.int32), 2: 32,
+                                                3: which}))
+        assert result.buffers["apply_uniform_param_1"].tolist() == [unary(which, int(x))
+                                                                    for x in data]
+
+
+def test_a_call_through_an_address_of_no_function_stops_the_run():
+    """The legacy sample's pointer is a kernel parameter: here, a number."""
+    path = SAMPLES / "ptx_legacy" / "nvopencc40_ptx22_sm20.ptx"
+    kernel = executable(path.read_text(), "apply_fp", str(path))
+    with pytest.raises(PtxExecutionError, match="call through address 0x5, which is no "
+                                                "function of this file taking these arguments"):
+        run_ptx_kernel(kernel, PtxLaunch(args={0: 5, 1: np.zeros(32, np.int32), 2: 3}))
+
+
+def test_inlining_leaves_calls_through_pointers_to_the_run():
+    inlined = FunctionReader(POINTERS["O3"].read_text(), "f.ptx").inlined("apply_per_lane")
+    assert inlined.attrs["calls_not_inlined"] == ("indirect call through %rd7",)

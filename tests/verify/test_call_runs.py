@@ -93,3 +93,11 @@ def test_claims_are_checked_on_a_run_with_calls_as_calls():
                          ids=lambda p: p.name)
 def test_every_sample_is_checked_with_calls_as_calls(path):
     assert_checked_as_calls(path)
+
+
+@pytest.mark.parametrize("build", ["O3", "G"])
+def test_kernels_that_call_through_pointers_are_checked(build):
+    path = SAMPLES / "cuda" / f"function_pointers.{build}.ptx"
+    reports = api.check(api.analyze(path, "affine2"))
+    assert [r.status for r in reports] == ["checked"] * 3
+    assert all(r.runs == 5 and r.uses_checked > 0 and not r.violations for r in reports)

@@ -52,8 +52,14 @@ class FunctionReader:
 
     def callees(self, name: str) -> set[str]:
         """The functions with a body that `name` calls directly."""
+        return self._calls(name)[0]
+
+    def _calls(self, name: str) -> tuple[set[str], bool]:
+        """The functions with a body that `name` calls directly, and whether it calls
+        through a function pointer."""
         info = self.unit.info(name)
         found: set[str] = set()
+        indirect = False
         for stmt in info.stmts:
             if not isinstance(stmt, PInstr) or not stmt.opcode.startswith("call"):
                 continue
@@ -63,7 +69,9 @@ class FunctionReader:
                 callee = self.unit.functions.get(ops[position][1])
                 if callee is not None and callee.body is not None:
                     found.add(callee.name)
-        return found
+            elif position < len(ops):
+                indirect = True
+        return found, indirect
 
     def lower(self, name: str, summaries: dict[str, CallSummary | None],
               sites: dict[tuple[int, int], dict] | None = None) -> ir.Kernel | None:
@@ -88,14 +96,22 @@ class FunctionReader:
         its registers renamed `NAME@@FUNCTION` and its instruction ids after the kernel's."""
         reached = self._reachable(name)
         shapes = self._shapes(reached)
-        kernel = self.lower(name, shapes)
+        targets = {f: shape for f, shape in shapes.items() if shape is not None}
+        with _gc_paused():
+            kernel = self.reader.lower_kernel(self.unit, self.unit.functions[name],
+                                              inline=False, summaries=shapes, targets=targets)
         if kernel is None:
             return None
         functions: dict[str, ir.Kernel] = {}
         next_id = kernel.next_id
         symbols = dict(kernel.attrs["symbols"])
         for function in reached:
-            lowered = self.lower(function, shapes) if shapes.get(function) else None
+            lowered = None
+            if shapes.get(function):
+                with _gc_paused():
+                    lowered = self.reader.lower_kernel(
+                        self.unit, self.unit.functions[function], inline=False,
+                        summaries=shapes, targets=targets)
             if lowered is None:
                 continue
             namespaced(lowered, f"@@{function}", next_id)
@@ -111,11 +127,15 @@ class FunctionReader:
         return kernel
 
     def _reachable(self, name: str) -> list[str]:
-        """The functions with a body that `name` may call, directly or not, in file order."""
+        """The functions with a body that `name` may call, directly or not, in file order
+        (every one once it calls through a function pointer)."""
         seen: set[str] = set()
         todo = [name]
         while todo:
-            for callee in self.callees(todo.pop()):
+            callees, indirect = self._calls(todo.pop())
+            if indirect:
+                return list(self.functions)
+            for callee in callees:
                 if callee not in seen:
                     seen.add(callee)
                     todo.append(callee)

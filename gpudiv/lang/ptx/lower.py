@@ -131,12 +131,16 @@ class _KernelLowering:
         # (line, column) of a call → output slot → what its callee's analysis in that
         # call's context knows of it: ("constant", K) or ("affine", (a2, a1, a0))
         self.sites = sites or {}
+        # For the interpreter (`FunctionReader.executable`): the functions an indirect
+        # call may reach, with their shapes (an indirect call is then `indirect_call`).
+        self.targets: dict[str, CallSummary] = {}
         # Inlined calls: frame suffix → (the caller's frame suffix, the call's line and
         # column, the callee): how inlined copies map to call sites (call summaries).
         self.call_instances: dict[str, tuple[str, int, int, str]] = {}
         self.kept_calls = 0  # calls to bodies kept as calls (`inline` False)
-        # functions with a body that a call inlining could not expand stays opaque for
-        # (recursion, depth): the interpreter runs such a kernel with calls as calls
+        # the calls inlining leaves opaque though they may reach a function of the file
+        # (recursion, depth: the callee; a function pointer: "indirect call through R"):
+        # the interpreter runs such a kernel with calls as calls
         self.not_inlined: set[str] = set()
         self.kernel_info = info
         self.diagnostics = diagnostics
@@ -729,8 +733,15 @@ class _KernelLowering:
                                        and ops[position + 1][0] == "p") else []
         name = target[1] if target[0] == "i" else None
         callee = self.unit.functions.get(name) if name else None
+        if callee is None and name is None and self.targets:
+            self.indirect_call(frame, pi, target, rets, args)
+            return
         if callee is None or callee.body is None:
             reason = f"{name}" if name else f"indirect call through {target[1]}"
+            if name is None and self.inline and self.summaries is None \
+                    and any(f.body is not None and f.kind == "func"
+                            for f in self.unit.functions.values()):
+                self.not_inlined.add(reason)  # it may reach a function of the file
             self.bodiless.setdefault(reason, pi.line)
             self.opaque_call(frame, pi, rets, args)
             return
@@ -938,6 +949,60 @@ class _KernelLowering:
             outputs = [summary.outputs.get((param.name, o), missing) for o in seen]
             slots = [(param.name, o) for o in seen]
             produced += [result(dest, outputs, slots) for dest in self.dests(frame, ret)]
+        self.emit(frame, pi, produced)
+
+    def indirect_call(self, frame: _Frame, pi: PInstr, target: tuple, rets: list,
+                      args: list) -> None:
+        """A call through a function pointer, for the interpreter: one `call` reading the
+        pointer and every argument, with `attrs["indirect"]`: for each function it may
+        reach (those with as many parameters and results), which arguments its input
+        slots read; per result slot one instruction with `attrs["indirect_output"]`: the
+        output slot of each of those functions it takes (None: never written)."""
+        candidates = [(f, self.unit.functions[f]) for f, shape in self.targets.items()
+                      if len(self.unit.functions[f].params) == len(args)
+                      and len(self.unit.functions[f].rets) == len(rets)]
+        if not candidates:
+            self.bodiless.setdefault(f"indirect call through {target[1]}", pi.line)
+            self.opaque_call(frame, pi, rets, args)
+            return
+        pointer = self.value(frame, target)
+        everything: dict[ir.Operand, None] = dict.fromkeys(pointer)
+        reads = []
+        for f, callee in candidates:
+            bound = self.argument_operands(frame, callee, args)
+            operands = {slot: bound[slot[0]](slot[1]) for slot in self.targets[f].inputs
+                        if slot[0] in bound}
+            everything.update(dict.fromkeys(v for seen in operands.values() for v in seen))
+            reads.append((f, operands))
+        position = {v: k for k, v in enumerate(everything)}
+        indirect = tuple((f, tuple((slot, tuple(position[v] for v in operands[slot])
+                                    if slot in operands else None)
+                                   for slot in self.targets[f].inputs))
+                         for f, operands in reads)
+        attrs = {"indirect": indirect}
+        produced = [self.instr(frame, pi, ir.OPAQUE, args=tuple(everything), operator="call",
+                               attrs=attrs)]
+        for k, ret in enumerate(rets):
+            names = [callee.rets[k].name for _, callee in candidates]
+            written = sorted({o for (f, _), name in zip(candidates, names, strict=True)
+                              for n, o in self.targets[f].outputs if n == name} or {0})
+
+            def taken(offset: int, names: list[str] = names) -> tuple:
+                return tuple((f, (name, offset) if (name, offset) in self.targets[f].outputs
+                              else None)
+                             for (f, _), name in zip(candidates, names, strict=True))
+
+            slot_target = self.slot_name(frame, ret)
+            if slot_target is not None:
+                produced += [self.instr(frame, pi, ir.OPAQUE, dest=_slot(slot_target, o),
+                                        args=tuple(everything), operator="call",
+                                        attrs={"indirect_output": taken(o)})
+                             for o in written]
+                self.slots[slot_target] = set(written)
+                continue
+            produced += [self.instr(frame, pi, ir.OPAQUE, dest=dest, args=tuple(everything),
+                                    operator="call", attrs={"indirect_output": taken(0)})
+                         for dest in self.dests(frame, ret)]
         self.emit(frame, pi, produced)
 
     def lower_function(self, frame: _Frame) -> None:

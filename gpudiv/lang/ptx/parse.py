@@ -214,18 +214,22 @@ class _Reader:
 
     def lower_kernel(self, unit: _Unit, fn: PFunction, inline: bool | None = None,
                      summaries: dict[str, CallSummary | None] | None = None,
-                     sites: dict[tuple[int, int], dict] | None = None
+                     sites: dict[tuple[int, int], dict] | None = None,
+                     targets: dict[str, CallSummary] | None = None
                      ) -> ir.Kernel | None:
         """One `.entry` as an IR kernel. Canonical (the default): calls inlined, guarded
         definitions as selects; else calls kept as calls (`inline`: unless told) and
         guarded definitions as guarded instructions. With `summaries`, calls to those
-        functions are lowered as their summaries (`_KernelLowering.summary_call`).
+        functions are lowered as their summaries (`_KernelLowering.summary_call`), and
+        with `targets` indirect calls as calls that may reach those functions
+        (`_KernelLowering.indirect_call`, for the interpreter).
         A `.func` is lowered on its own (`_KernelLowering.lower_function`): its
         parameters become `call.input` definitions, not kernel parameters."""
         info = unit.info(fn.name)
         lowering = _KernelLowering(unit, info, self.program.diagnostics,
                                    self.canonical if inline is None else inline, summaries,
                                    sites)
+        lowering.targets = targets or {}
         if fn.kind == "func":
             lowering.lower_function(_Frame(info, ret_label="$ret", stack=(fn.name,)))
         else:
