@@ -344,3 +344,60 @@ def test_a_call_through_an_address_of_no_function_stops_the_run():
 def test_inlining_leaves_calls_through_pointers_to_the_run():
     inlined = FunctionReader(POINTERS["O3"].read_text(), "f.ptx").inlined("apply_per_lane")
     assert inlined.attrs["calls_not_inlined"] == ("indirect call through %rd7",)
+
+
+def nested_chain(depth: int) -> str:
+    """A kernel calling f1, which calls f2, … down to f{depth}: each adds one."""
+    functions = []
+    for k in range(depth, 0, -1):
+        inner = (f"""    {{
+    .param .b32 a;
+    .param .b32 b;
+    st.param.b32 [a], %x;
+    call.uni (b), f{k + 1}, (a);
+    ld.param.b32 %x, [b];
+    }}
+""" if k < depth else "")
+        functions.append(f""".func (.param .b32 r) f{k}(.param .b32 v)
+{{
+    .reg .b32 %x;
+    ld.param.b32 %x, [v];
+{inner}    add.s32 %x, %x, 1;
+    st.param.b32 [r], %x;
+    ret;
+}}
+""")
+    return HEADER + "".join(functions) + """
+.visible .entry chain(.param .u64 out)
+{
+    .reg .b32 %t, %v;
+    .reg .b64 %o, %a;
+    mov.u32 %t, %tid.x;
+    {
+    .param .b32 a;
+    .param .b32 b;
+    st.param.b32 [a], %t;
+    call.uni (b), f1, (a);
+    ld.param.b32 %v, [b];
+    }
+    ld.param.u64 %o, [out];
+    cvta.to.global.u64 %o, %o;
+    mul.wide.u32 %a, %t, 4;
+    add.s64 %o, %o, %a;
+    st.global.u32 [%o], %v;
+    ret;
+}
+"""
+
+
+def test_calls_nested_deeper_than_inlining_goes_run_as_calls(tmp_path):
+    from gpudiv import api
+    from gpudiv.lang.load import load
+
+    path = tmp_path / "chain.ptx"
+    path.write_text(nested_chain(12))
+    inlined = load(path).kernel("chain")
+    assert inlined.attrs["calls_not_inlined"]  # inlining stops at depth 8
+    result = run_ptx_kernel(api.kernel_to_run(path, inlined),
+                            PtxLaunch(args={0: np.zeros(32, np.uint32)}))
+    assert result.buffers["out"].tolist() == [t + 12 for t in range(32)]

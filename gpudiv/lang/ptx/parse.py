@@ -285,10 +285,15 @@ class _Reader:
             names = ", ".join(sorted(lowering.unknown))
             self.warn(f"{what} {fn.name}: unknown opcodes treated as opaque (results "
                       f"divergent): {names}", loc)
-        if lowering.bodiless:
-            names = ", ".join(sorted(lowering.bodiless))
+        bodiless = sorted(n for n in lowering.bodiless if not n.startswith("indirect "))
+        pointers = sorted(n[len("indirect call "):] for n in lowering.bodiless
+                          if n.startswith("indirect "))
+        if bodiless:
             self.warn(f"{what} {fn.name}: calls to functions without a body in this file are "
-                      f"opaque (results divergent): {names}", loc)
+                      f"opaque (results divergent): {', '.join(bodiless)}", loc)
+        if pointers:
+            self.warn(f"{what} {fn.name}: calls through function pointers are opaque "
+                      f"(results divergent): {', '.join(pointers)}", loc)
         for note in dict.fromkeys(lowering.notes):
             self.warn(f"{what} {fn.name}: {note}", loc)
         return kernel
