@@ -141,3 +141,40 @@ def test_musimd_negation_of_a_literal_is_not_a_literal():
     again = reread(program)
     assert first_difference(program, again) is None
     assert again.kernels[0].instructions()[0].operator == "neg"
+
+
+BRANCH_TABLE = """.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry pick(.param .u64 out)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<3>;
+	mov.u32 %r1, %tid.x;
+	rem.u32 %r2, %r1, 3;
+	ts: .branchtargets A, B, C;
+	brx.idx %r2, ts;
+A:
+	ret;
+B:
+	ret;
+C:
+	ld.param.u64 %rd1, [out];
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
+def test_branch_target_tables_are_printed(tmp_path):
+    """A `brx.idx` names its table: the table is written back with the body (as are the
+    `.callprototype`s of calls through function pointers, function_pointers.cu)."""
+    from gpudiv.lang.load import parse_text
+
+    text = print_program(parse_text(BRANCH_TABLE, "t.ptx", "ptx"))
+    assert "ts: .branchtargets A, B, C;" in text
+    out = tmp_path / "out.ptx"
+    out.write_text(text)
+    assert ptxas_errors(out) is None, ptxas_errors(out)

@@ -99,6 +99,8 @@ class Patterns:
     decl_range: re.Pattern
     decl_dim: re.Pattern
     decl_sep: re.Pattern
+    init_item: re.Pattern
+    init_sep: re.Pattern
     linkage: re.Pattern
     func_kind: re.Pattern
     ident: re.Pattern
@@ -161,6 +163,11 @@ def build_patterns(terminal: Callable[[str], str]) -> Patterns:
         "decl_range": f"{GAP}<{GAP}({int_}){GAP}>",
         "decl_dim": f"{GAP}\\[{GAP}({int_})?{GAP}\\]",
         "decl_sep": f"{GAP}([,;=])",
+        # Initializers (grammar rule `init`): `{`, a number, or `name` / `name+INT`
+        # followed by what may end an item (`name(…)` and `name = …` go to Lark).
+        "init_item": f"{GAP}(?:(?P<open>\\{{)|{number_}"
+                     f"|(?P<i>{ident})(?:{GAP}\\+{GAP}(?P<offset>{int_}))?(?={GAP}[,;}}]))",
+        "init_sep": f"{GAP}([,}}])",
         # Function headers: keywords must end where a name character cannot follow.
         "linkage": f"{GAP}({tok['LINKAGE']})(?=\\s)",
         "func_kind": f"{GAP}({tok['FUNC_KIND']})(?![A-Za-z0-9_$.:])",
@@ -396,16 +403,17 @@ class BodyReader:
         p = self.p
         if source[pos:pos + 1] not in ("(", " ", "\t", "\n", "\r"):
             raise _Fallback  # a longer word than `.callprototype`
+        rets: list[PParam] = []
         if p.paren_open.match(source, pos) is not None:
-            _, pos = self._params(pos)
+            rets, pos = self._params(pos)
         name = p.ident.match(source, pos)
         if name is None or p.paren_open.match(source, name.end()) is None:
             raise _Fallback
-        _, pos = self._params(name.end())
+        params, pos = self._params(name.end())
         semi = p.separator.match(source, pos)
         if semi is None or semi.group(1) != ";":
             raise _Fallback
-        out.append(PTable("callprototype", [], *self.position(name.start(1))))
+        out.append(PTable("callprototype", [], *self.position(name.start(1)), rets, params))
         return semi.end()
 
     def _loc(self, match: re.Match, out: list) -> int:
@@ -422,24 +430,60 @@ class BodyReader:
         return pos
 
     def _declaration(self, pos: int, out: list) -> int:
-        """`SPACE mods name[shape], … ;` without initializers (grammar rule `var_decl`)."""
+        """`SPACE mods name[shape] (= init)?, … ;` (grammar rule `var_decl`)."""
         space, mods, end = self._space_and_mods(pos)
         names: list[tuple[str, str | None]] = []
+        inits: list[tuple] = []
         while True:
             name, shape, end = self._declared_name(end)
             names.append((name, shape))
             sep = self.p.decl_sep.match(self.source, end)
-            if sep is None or sep.group(1) == "=":
+            if sep is None:
                 raise _Fallback
+            init: list[tuple] = []
+            if sep.group(1) == "=":
+                end = self._initializer(sep.end(), init)
+                sep = self.p.decl_sep.match(self.source, end)
+                if sep is None or sep.group(1) == "=":
+                    raise _Fallback
+            inits.append(tuple(init))
             end = sep.end()
             if sep.group(1) == ";":
                 break
         details = {}
-        for name, shape in names:
+        for (name, shape), init in zip(names, inits, strict=True):
             type_, align, size = decl_layout(mods, shape)
-            details[name] = (type_, align, size, ())
+            details[name] = (type_, align, size, init)
         out.append(PDecl(space[1:], names, *self.position(pos), details))
         return end
+
+    def _initializer(self, pos: int, items: list[tuple]) -> int:
+        """One `init` at `pos`, its items appended flat as the grammar's callback gives
+        them: ("n", int), ("f", text), ("sym", name, offset); the offset after it."""
+        item = self.p.init_item.match(self.source, pos)
+        if item is None:
+            raise _Fallback
+        if item.group("open") is None:
+            if item.group("f") is not None:
+                items.append(("f", item.group("f")))
+            elif item.group("n") is not None:
+                items.append(("n", number(item.group("n"))))
+            else:
+                offset = item.group("offset")
+                items.append(("sym", item.group("i"), number(offset) if offset else 0))
+            return item.end()
+        end = item.end()
+        close = self.p.init_sep.match(self.source, end)
+        if close is not None and close.group(1) == "}":
+            return close.end()
+        while True:
+            end = self._initializer(end, items)
+            sep = self.p.init_sep.match(self.source, end)
+            if sep is None:
+                raise _Fallback
+            end = sep.end()
+            if sep.group(1) == "}":
+                return end
 
     def _space_and_mods(self, pos: int) -> tuple[str, list[tuple], int]:
         """A state space and its modifiers (`.reg .b32`, `.shared .align 4 .b8`) as the

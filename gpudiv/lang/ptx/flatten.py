@@ -33,6 +33,8 @@ class _FuncInfo:
     symbols: dict[str, str] = field(default_factory=dict)  # local variable → space
     labels: dict[str, PLabel] = field(default_factory=dict)
     tables: dict[str, list[str]] = field(default_factory=dict)  # branch-target tables
+    # `name: .branchtargets …` / `.calltargets …` / `.callprototype …` by name, as read
+    table_forms: dict[str, PTable] = field(default_factory=dict)
     errors: list[tuple[str, int, int]] = field(default_factory=list)
     # For the interpreter: declared register types (plain names and `%r<N>` stems) and
     # the layout of variables declared in the body (type, alignment, size, initializer).
@@ -148,6 +150,7 @@ def _flatten(fn: PFunction) -> _FuncInfo:
                     info.stmts.pop()
                     del info.labels[pending_label.name]
                     info.tables[pending_label.name] = stmt.names
+                    info.table_forms[pending_label.name] = stmt
             elif isinstance(stmt, PDecl):
                 declare(stmt, visible, ranges, undo)
             elif isinstance(stmt, PScope):

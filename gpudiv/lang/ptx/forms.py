@@ -105,6 +105,9 @@ class PTable:
     names: list[str]
     line: int
     column: int
+    # `.callprototype`: its results and parameters (what the printer writes back)
+    rets: list = field(default_factory=list)
+    params: list = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -83,6 +83,15 @@ def _param(param: PParam) -> str:
         _shape(param.type, param.size))
 
 
+def _table(name: str, table) -> str:
+    """A branch-target, call-target or call-prototype table of a body, by its name."""
+    if table.kind == "callprototype":
+        rets = f"({', '.join(_param(p) for p in table.rets)}) " if table.rets else ""
+        params = ", ".join(_param(p) for p in table.params)
+        return f"{name}: .callprototype {rets}_ ({params});"
+    return f"{name}: .{table.kind} {', '.join(table.names)};"
+
+
 def _layout(type_: str, align: int, size: int) -> str:
     """`.align A .TYPE ` (the alignment only when it is not the type's own)."""
     natural = 1 if type_ == "pred" else type_bytes(type_ or "b8")
@@ -128,6 +137,8 @@ def _declarations(kernel: ir.Kernel, source: dict, registers: set[str],
     params = {n: d for n, d in source["param_decls"].items() if n not in registerized}
     for name, (type_, align, size) in params.items():
         lines.append(f".param {_layout(type_, align, size)}{name}{_shape(type_, size)};")
+    for name, table in source.get("tables", {}).items():
+        lines.append(_table(name, table))
     others = {*symbols, *params, *kernel.params}
     spelled: dict[str, str] = {}
     for name in sorted(registers - others):

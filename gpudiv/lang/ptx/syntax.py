@@ -167,7 +167,9 @@ class _Builder:
 
     def call_prototype(self, children):
         token = next(c for c in children if isinstance(c, Token))
-        return PTable("callprototype", [], *self._pos(token))
+        lists = {c[0]: c[1] for c in children if isinstance(c, tuple)}
+        return PTable("callprototype", [], *self._pos(token), lists.get("rets", []),
+                      lists.get("params", []))
 
     # -- declarations ------------------------------------------------------------------
     def module_var(self, children):
