@@ -234,8 +234,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="random seed of `random` buffers")
     ptx.add_argument("--calls", choices=("auto", "inline", "call"), default="auto",
                      help="calls to functions of the file: inlined, or run as calls (each "
-                          "function once, a frame per call); auto: inlined unless the "
-                          "kernel recurses (default: auto)")
+                          "function once, a frame per call); auto: inlined unless inlining "
+                          "leaves one opaque (recursion, function pointers) (default: auto)")
     ptx.add_argument("--stack-size", type=int, default=1024, metavar="BYTES",
                      help="stack per thread for the frames of recursive calls (CUDA's "
                           "default limit; default: 1024)")
