@@ -200,7 +200,7 @@ def test_a_guarded_call_runs_in_the_lanes_whose_guard_holds():
 
 
 @pytest.mark.parametrize("policy", ["frontier", "mimd"])
-@pytest.mark.parametrize("build", ["O3", "G"])
+@pytest.mark.parametrize("build", ["O3", pytest.param("G", marks=pytest.mark.slow)])
 def test_frontier_and_mimd_run_calls_as_calls(policy, build):
     """Groups of lanes carry the calls they are in: they meet only within the same."""
     for kernel, args in (("fib_per_thread", {0: np.zeros(64, np.int32)}),

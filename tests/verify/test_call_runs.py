@@ -18,7 +18,8 @@ RECURSION = [SAMPLES / "cuda" / f"recursion.{build}.ptx" for build in ("O3", "G"
 
 
 @pytest.mark.parametrize("path", RECURSION, ids=lambda p: p.name)
-@pytest.mark.parametrize("analysis", ["simple", "affine2"])
+@pytest.mark.parametrize("analysis", [pytest.param("simple", marks=pytest.mark.slow),
+                                      "affine2"])
 def test_recursive_kernels_are_checked(path, analysis):
     reports = api.check(api.analyze(path, analysis))
     assert [r.status for r in reports] == ["checked"] * 3
