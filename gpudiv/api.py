@@ -42,29 +42,23 @@ def kernel_to_run(path: str | Path, kernel: ir.Kernel, calls: str = "auto") -> i
     """The form of a PTX kernel (as `load` reads it from `path`: calls inlined) that the
     interpreter runs: `inline` as it is; `call` with its calls run as calls (each
     function lowered once, `gpudiv.interp.ptx_calls`); `auto` as it is unless inlining
-    left a call to a function of the file opaque (recursion, or nesting deeper than the
-    inliner goes; such a kernel keeps the text it was read from). ValueError when the
-    calls cannot be kept."""
+    left a call to a function of the file opaque (recursion, nesting deeper than the
+    inliner goes, a function pointer; such a kernel keeps the text it was read from).
+    ValueError when the calls cannot be kept."""
     if calls not in RUN_CALL_MODES:
         raise ValueError(f"unknown call mode '{calls}' (one of {', '.join(RUN_CALL_MODES)})")
     if calls == "inline" or (calls == "auto" and not kernel.attrs.get("calls_not_inlined")):
         return kernel
-    from gpudiv.lang.ptx.functions import FunctionReader
+    from gpudiv.verify.call_runs import executable_form
 
-    text = kernel.attrs.get("ptx_text")  # a kernel that recurses keeps its file's text
+    text = kernel.attrs.get("ptx_text")  # what inlining left opaque: the text is kept
     if text is None:
         try:
             text = read_source(Path(path))
         except LoadError as error:
             raise ValueError(f"kernel {kernel.name}: cannot keep its calls as calls "
                              f"({error})") from None
-    reader = FunctionReader(str(text), str(path))
-    kept = reader.executable(kernel.name) if kernel.name in reader.entries else None
-    if kept is None:
-        errors = [str(d) for d in reader.diagnostics if d.severity == "error"]
-        raise ValueError(f"kernel {kernel.name}: cannot keep its calls as calls"
-                         + (f" ({errors[0]})" if errors else ""))
-    return kept
+    return executable_form(kernel, str(path), str(text))
 
 
 @dataclass
@@ -307,8 +301,12 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     (`gpudiv.verify.call_projection`);
     `max_steps` warp steps per launch (default: `oracle.CHECK_MAX_STEPS` for μ-SIMD,
     `interp.ptx_synthesis.CHECK_MAX_STEPS` for PTX)."""
+    from functools import partial
+
     from gpudiv.interp.musimd import reconvergence_for
+    from gpudiv.interp.ptx import run_ptx_growing
     from gpudiv.interp.ptx_launch import machine_policy
+    from gpudiv.verify.call_runs import run_ptx_any
     from gpudiv.verify.oracle import (
         CHECK_MAX_STEPS,
         CheckReport,
@@ -334,13 +332,8 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
             launches = [replace(launch, reconvergence=reconvergence) for launch in
                         ptx_launches(original(result.ssa.cfg.kernel), seed + index,
                                      result.block, max_steps)]
-            try:
-                run = _ptx_runner(analysed.path, original(result.ssa.cfg.kernel))
-            except ValueError as error:
-                reports.append(CheckReport(result.name, status="not-executed",
-                                           reason=str(error)))
-                continue
-            reports.append(check_kernel(result, launches, run=run))
+            reports.append(check_kernel(result, launches,
+                                        run=partial(run_ptx_any, run=run_ptx_growing)))
             policy = machine_policy(original(result.ssa.cfg.kernel), reconvergence)
             reports[-1].reconvergence = "sync" if policy == "marked" else policy
             continue
@@ -352,18 +345,6 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
         reports[-1].reconvergence = (reconvergence_for(result.ssa.cfg.kernel)
                                      if reconvergence == "auto" else reconvergence)
     return reports
-
-
-def _ptx_runner(path: str, kernel: ir.Kernel) -> Callable:
-    """How the oracle runs a PTX kernel: as it is, or, when inlining left a recursive call
-    opaque, with its calls run as calls (`gpudiv.verify.call_runs`)."""
-    from gpudiv.interp.ptx import run_ptx_growing
-
-    if not kernel.attrs.get("calls_not_inlined"):
-        return run_ptx_growing
-    from gpudiv.verify.call_runs import calls_runner
-
-    return calls_runner(kernel_to_run(path, kernel, "call"), kernel, run_ptx_growing)
 
 
 def _projected(calls: CallsAnalysis) -> list[KernelResult | CheckReport]:

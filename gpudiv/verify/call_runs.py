@@ -29,6 +29,8 @@ from collections.abc import Callable
 import numpy as np
 
 from gpudiv import ir
+from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
+from gpudiv.lang.ptx.functions import FunctionReader
 from gpudiv.verify.call_projection import _frames, _key
 
 _PASSING = frozenset({"call", "call.input", "call.return"})
@@ -147,12 +149,55 @@ class CallsObserver:
             self.inner.branch(warp, twin.id, active, jumps)
 
 
+def executable_form(kernel: ir.Kernel, path: str, text: str | None = None) -> ir.Kernel:
+    """A kernel read with its calls inlined, lowered again from `text` (default: the text
+    a kernel whose calls inlining left opaque keeps, `attrs["ptx_text"]`) with its calls
+    kept (`FunctionReader.executable`). ValueError when that cannot be done."""
+    text = text if text is not None else kernel.attrs.get("ptx_text")
+    if text is None:
+        raise ValueError(f"kernel {kernel.name}: no PTX text to lower its calls as calls")
+    reader = FunctionReader(str(text), path)
+    kept = reader.executable(kernel.name) if kernel.name in reader.entries else None
+    if kept is None:
+        errors = [str(d) for d in reader.diagnostics if d.severity == "error"]
+        raise ValueError(f"kernel {kernel.name}: cannot keep its calls as calls"
+                         + (f" ({errors[0]})" if errors else ""))
+    return kept
+
+
+_RUNNERS: dict[int, tuple[ir.Kernel, Callable]] = {}  # the last kernels run as calls
+_RUNNERS_KEPT = 8
+
+
+def run_ptx_any(kernel: ir.Kernel, launch, observer=None, trace=None,
+                run: Callable = run_ptx_kernel):
+    """`run` (`run_ptx_kernel`, `run_ptx_growing`) on a kernel read with its calls
+    inlined, or, when inlining left a call to a function of the file opaque (recursion,
+    function pointers), on the kernel with its calls run as calls, the observer seeing
+    the inlined kernel (`CallsObserver`). PtxExecutionError when its calls cannot be
+    kept."""
+    if not kernel.attrs.get("calls_not_inlined"):
+        return run(kernel, launch, observer, trace)
+    known = _RUNNERS.get(id(kernel))
+    if known is None or known[0] is not kernel:
+        try:
+            executable = executable_form(kernel, "<kernel>")
+        except ValueError as error:
+            raise PtxExecutionError(kernel.name, kernel.loc.line, None, [],
+                                    str(error)) from None
+        if len(_RUNNERS) >= _RUNNERS_KEPT:
+            _RUNNERS.pop(next(iter(_RUNNERS)))
+        known = _RUNNERS[id(kernel)] = (kernel, calls_runner(executable, kernel, run_ptx_kernel))
+    return known[1](kernel, launch, observer, trace, run)
+
+
 def calls_runner(executable: ir.Kernel, inlined: ir.Kernel, run: Callable) -> Callable:
     """A `run(kernel, launch, observer)` for the oracle that runs `executable` (the
     kernel with its calls kept) for the inlined kernel the claims are about."""
     twins = _twins(executable, inlined)
 
-    def run_as_calls(kernel: ir.Kernel, launch, observer=None, trace=None):
+    def run_as_calls(kernel: ir.Kernel, launch, observer=None, trace=None,
+                     run: Callable = run):
         wrapped = None if observer is None else CallsObserver(observer, executable, inlined,
                                                               twins)
         return run(executable, launch, wrapped, trace)

@@ -19,7 +19,7 @@ import numpy as np
 from gpudiv import ir
 from gpudiv.analyses.launch_shape import declared_shape
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel
-from gpudiv.interp.ptx import run_ptx_kernel
+from gpudiv.verify.call_runs import run_ptx_any
 from gpudiv.verify.oracle import ptx_launches, random_launches
 
 VERIFIED, DIFFERS, NOT_EXECUTED = "verified", "differs", "not-executed"
@@ -141,7 +141,7 @@ def _first_difference(before: dict[str, object], after: dict[str, object],
 
 
 def _run(language: str, kernel: ir.Kernel, launch: object, policy: str | None = None):
-    runner = run_ptx_kernel if language == "ptx" else run_kernel
+    runner = run_ptx_any if language == "ptx" else run_kernel
     launch = copy.deepcopy(launch)
     if policy is not None:
         launch.reconvergence = policy  # type: ignore[attr-defined]

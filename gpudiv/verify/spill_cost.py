@@ -22,7 +22,8 @@ import numpy as np
 
 from gpudiv import ir
 from gpudiv.interp.musimd import ExecutionError, run_kernel
-from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
+from gpudiv.interp.ptx import PtxExecutionError
+from gpudiv.verify.call_runs import run_ptx_any
 
 LATENCY = {"local": 33, "shared": 3, "alu": 1}
 KINDS = ("local_loads", "local_stores", "shared_loads", "shared_stores", "other")
@@ -109,7 +110,7 @@ def profile(kernel: ir.Kernel, launches: list, language: str = "musimd") -> Prof
         counter = _Counting()
         try:
             if language == "ptx":
-                run_ptx_kernel(kernel, copy.deepcopy(launch), counter)
+                run_ptx_any(kernel, copy.deepcopy(launch), counter)
             else:
                 run_kernel(kernel, copy.deepcopy(launch), counter)
         except (ExecutionError, PtxExecutionError):

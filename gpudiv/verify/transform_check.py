@@ -14,11 +14,11 @@ from pathlib import Path
 from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
 from gpudiv.analyses.results import KernelResult
-from gpudiv.interp.ptx import run_ptx_kernel
 from gpudiv.ir.verify import verify_kernel
 from gpudiv.lang.load import load, parse_text
 from gpudiv.lang.printing import PrintError, print_program
 from gpudiv.transforms import Pass, PassError, Pipeline
+from gpudiv.verify.call_runs import run_ptx_any
 from gpudiv.verify.equivalence import (
     DIFFERS,
     NOT_EXECUTED,
@@ -115,7 +115,7 @@ def _oracle(program: ir.Program, kernel: ir.Kernel, seed: int,
     if program.language == "ptx":
         # a kernel analysed for its declared block shape (.reqntid) runs only with it
         report = check_kernel(result, ptx_launches(kernel, seed, result.block),
-                              run=run_ptx_kernel)
+                              run=run_ptx_any)
     else:
         report = check_kernel(result, random_launches(kernel, seed))
     return [str(v) for v in report.violations]

@@ -10,7 +10,7 @@ import pytest
 
 from gpudiv import api
 from gpudiv.analyses.stack_slots import original
-from gpudiv.verify.call_runs import _twins
+from gpudiv.verify.call_runs import _twins, run_ptx_any
 from gpudiv.verify.oracle import check_kernel, ptx_launches
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -46,8 +46,7 @@ def test_a_wrong_claim_inside_an_inlined_recursive_call_is_caught():
     careless = replace(result, variables=[replace(v, klass="uniform") if v is wrong else v
                                           for v in result.variables])
     inlined = original(result.ssa.cfg.kernel)
-    report = check_kernel(careless, ptx_launches(inlined, 0, result.block),
-                          run=api._ptx_runner(str(path), inlined))
+    report = check_kernel(careless, ptx_launches(inlined, 0, result.block), run=run_ptx_any)
     assert any(v.source == wrong.source for v in report.violations)
 
 
@@ -102,3 +101,14 @@ def test_kernels_that_call_through_pointers_are_checked(build):
     reports = api.check(api.analyze(path, "affine2"))
     assert [r.status for r in reports] == ["checked"] * 3
     assert all(r.runs == 5 and r.uses_checked > 0 and not r.violations for r in reports)
+
+
+@pytest.mark.parametrize("name", ["recursion.O3.ptx", "function_pointers.G.ptx"])
+def test_rewrites_of_kernels_whose_calls_run_as_calls_are_verified(name):
+    """`transform --verify` runs the original and the printed result with their calls
+    as calls (each re-read from its own text) and the oracle on the result."""
+    from gpudiv.verify.transform_check import transform
+
+    result = transform(SAMPLES / "cuda" / name, "lcm", verify=True)
+    assert [k.status for k in result.kernels] == ["verified"] * 3
+    assert all(k.oracle_violations == [] for k in result.kernels)
