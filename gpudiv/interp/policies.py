@@ -20,8 +20,8 @@ which raises `PolicyFault` for a misuse the policy cannot run (the engine locate
   reconvergence table (`Meeting`) and timed-out reconvergence.
 
 PTX calls run as calls (`gpudiv.interp.ptx_calls`) go through `call` and `ret`: the PDOM
-stack runs a callee in an entry of its own, `Groups` keep the calls each group is in;
-`SyncStack` and `Aware` refuse (`PolicyFault`).
+stack runs a callee in an entry of its own, `Groups` and `Aware`'s splits keep the calls
+they are in (`Aware` opens a meeting per call); `SyncStack` (μ-SIMD only) refuses.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ EMPTY = np.zeros(0, dtype=np.int64)
 EMPTY.flags.writeable = False
 
 
-CALLS_REFUSED = ("a call run as a call (recursion) needs the ipdom, frontier or mimd "
-                 "reconvergence policy")
+CALLS_REFUSED = "the sync stack (μ-SIMD `sync`) runs no calls"
 
 
 class PolicyFault(Exception):
@@ -68,7 +67,7 @@ def entry(pc: int, lanes: np.ndarray, extra) -> list:
 
 
 class _NoCalls:
-    """A policy that cannot run calls as calls (`IpdomStack` and `Groups` can)."""
+    """A policy that cannot run calls as calls (the PTX policies can)."""
 
     def call(self, top: list, pc: int, calls: list[tuple]) -> None:
         raise PolicyFault(CALLS_REFUSED, top[1])
@@ -572,30 +571,40 @@ def _merge(into: list, group: list) -> None:
 class Meeting:
     """A reconvergence-table entry of `Aware`: lanes of one warp meet at `rpc`; `pending`
     have not arrived, `arrived` wait there since the warp's clock read `since`;
-    `parent` is the entry the lanes go on in once they met (None: the whole warp)."""
+    `parent` is the entry the lanes go on in once they met (None: the whole warp);
+    `frames` the calls its lanes are in (calls run as calls). A call opens one whose
+    `rpc` is `CALLED` (never a pc: no lane arrives there) as the parent of what meets
+    inside the callee, and which the return closes."""
 
-    __slots__ = ("rpc", "parent", "pending", "arrived", "since")
+    __slots__ = ("rpc", "parent", "pending", "arrived", "since", "frames")
 
-    def __init__(self, rpc: int, parent: Meeting | None, pending: np.ndarray) -> None:
+    def __init__(self, rpc: int, parent: Meeting | None, pending: np.ndarray,
+                 frames: tuple = ()) -> None:
         self.rpc = rpc
         self.parent = parent
         self.pending = pending
         self.arrived = EMPTY
         self.since: int | None = None
+        self.frames = frames
 
 
-class Aware(_NoCalls):
-    """AWARE's warp splits (ElTantawy & Aamodt, MICRO 2016, §IV-B): entries [pc, lanes,
-    sel, meeting, blocked] in a FIFO; the first one that is not blocked at a barrier
-    runs. Every conditional branch sends the running split to the tail (a divergent one
-    as two splits, the not-taken side first) and opens a `Meeting` at its reconvergence
-    pc unless the split already belongs to one there (a loop branch again). A split that
-    reaches its meeting's pc waits in it; when no lane is pending the lanes go on as one
-    split. Timed-out reconvergence (Fig. 6b): lanes that have waited `timeout` warp
-    steps of their warp (None: never) go on without the others, as a split of the
-    enclosing meeting. A split that reaches a barrier without the rest of the warp is
-    blocked there (its pc stays at the barrier) and goes to the tail; once every live lane is
-    blocked at a barrier the warp waits, and each split goes on after its own."""
+CALLED = -1  # the rpc of the meeting a call opens
+
+
+class Aware:
+    """AWARE's warp splits (ElTantawy & Aamodt, MICRO 2016, §IV-B): entries [pc, lanes, sel,
+    meeting, blocked, frames] in a FIFO (frames: the calls the split is in, calls run as
+    calls: (return pc, activations, the meeting the call opened)); the first one that is
+    not blocked at a barrier runs. Every conditional branch sends the running split to
+    the tail (a divergent one as two splits, the not-taken side first) and opens a
+    `Meeting` at its reconvergence pc unless the split already belongs to one there (a
+    loop branch again). A split that reaches its meeting's pc waits in it; when no lane
+    is pending the lanes go on as one split. Timed-out reconvergence (Fig. 6b): lanes
+    that have waited `timeout` warp steps of their warp (None: never) go on without the
+    others, as a split of the enclosing meeting. A split that reaches a barrier without
+    the rest of the warp is blocked there (its pc stays at the barrier) and goes to the
+    tail; once every live lane is blocked at a barrier the warp waits, and each split
+    goes on after its own."""
 
     grouped = True  # `current` may find no split to run while lanes wait (`blocked`)
     mimd = False
@@ -611,10 +620,11 @@ class Aware(_NoCalls):
         self.timeouts = 0
 
     @staticmethod
-    def _split(pc: int, lanes: np.ndarray, meeting: Meeting | None) -> list:
-        """A split [pc, lanes, sel, meeting, blocked] not blocked at a barrier."""
+    def _split(pc: int, lanes: np.ndarray, meeting: Meeting | None,
+               frames: tuple = ()) -> list:
+        """A split [pc, lanes, sel, meeting, blocked, frames] not blocked at a barrier."""
         split = entry(pc, lanes, meeting)
-        split.append(None)
+        split += [None, frames]
         return split
 
     def current(self) -> list | None:
@@ -659,7 +669,8 @@ class Aware(_NoCalls):
     def _leave(self, meeting: Meeting, reconverged: bool) -> None:
         """The arrived lanes go on from the meeting's pc as one split of its parent."""
         if len(meeting.arrived):
-            self.fifo.append(self._split(meeting.rpc, meeting.arrived, meeting.parent))
+            self.fifo.append(self._split(meeting.rpc, meeting.arrived, meeting.parent,
+                                         meeting.frames))
             if reconverged:
                 self.counters.reconvergences += 1
         meeting.arrived, meeting.since = EMPTY, None
@@ -706,13 +717,13 @@ class Aware(_NoCalls):
             return
         meeting = top[3]
         if meeting is None or meeting.rpc != rpc:
-            meeting = Meeting(rpc, meeting, lanes)
+            meeting = Meeting(rpc, meeting, lanes, top[5])
             self.meetings.append(meeting)
         for side_pc, side in ((pc + 1, lanes[~jumps]), (target, lanes[jumps])):
             if side_pc == rpc:
                 self._arrive(meeting, side)
             else:
-                fifo.append(self._split(side_pc, side, meeting))
+                fifo.append(self._split(side_pc, side, meeting, top[5]))
         depth = len(fifo) + len(self.meetings)
         if depth > self.counters.max_stack_depth:
             self.counters.max_stack_depth = depth
@@ -720,6 +731,48 @@ class Aware(_NoCalls):
     def sync(self, top: list, pc: int) -> None:
         """Reconvergence is automatic: `sync` does nothing."""
         top[0] = pc + 1
+
+    def call(self, top: list, pc: int, calls: list[tuple]) -> None:
+        """A call: the lanes of each call (`calls`: (mask of `top`'s lanes, None for all;
+        the callee's entry pc; the activation)) run their callee as a split in a meeting
+        the call opens, the first in place of the running split, the others at the tail.
+        When not all lanes call the same function, all of them meet again after the call
+        (the lanes that do not call wait there)."""
+        lanes = top[1]
+        if not calls:
+            top[0] = pc + 1
+            return
+        called = np.zeros(len(lanes), dtype=bool)
+        parent = top[3]
+        if len(calls) > 1 or (calls[0][0] is not None and not calls[0][0].all()):
+            parent = Meeting(pc + 1, top[3], lanes, top[5])
+            self.meetings.append(parent)
+        splits = []
+        for entering, target, activation in calls:
+            mask = np.ones(len(lanes), dtype=bool) if entering is None else entering
+            called |= mask
+            opened = Meeting(CALLED, parent, lanes[mask], top[5])
+            splits.append(self._split(target, lanes[mask], opened,
+                                      (*top[5], (pc + 1, (activation,), opened))))
+        self.fifo.pop(0)
+        rest = lanes[~called]
+        if len(rest):
+            self._arrive(parent, rest)
+        self.fifo[0:0] = splits[:1]
+        self.fifo += splits[1:]
+        depth = len(self.fifo) + len(self.meetings)
+        if depth > self.counters.max_stack_depth:
+            self.counters.max_stack_depth = depth
+
+    def ret(self, top: list) -> tuple:
+        """A return: the split leaves its innermost call and goes on after it, in the
+        meeting it was in when it called. Returns the activations it returns from."""
+        if not top[5] or top[3] is not top[5][-1][2]:
+            raise PolicyFault("return from a function whose lanes have not reconverged",
+                              top[1])
+        back, activations, opened = top[5][-1]
+        top[0], top[3], top[5] = back, opened.parent, top[5][:-1]
+        return activations
 
     def stop(self, top: list) -> None:
         """The running split's lanes stop: no meeting waits for them any more."""
@@ -771,8 +824,9 @@ class Aware(_NoCalls):
         """The control state as bytes (for cycle detection): splits, meetings and how
         long lanes have waited (which only matters with a timeout)."""
         index = {id(m): n for n, m in enumerate(self.meetings)}
-        parts = [str((e[0], index.get(id(e[3]), -1), e[4])).encode() + e[1].tobytes()
-                 for e in self.fifo]
+        parts = [str((e[0], index.get(id(e[3]), -1), e[4],
+                      [(back, called) for back, called, _ in e[5]])).encode()
+                 + e[1].tobytes() for e in self.fifo]
         for m in self.meetings:
             waited = -1 if self.timeout is None or m.since is None else self.clock - m.since
             parts.append(str((m.rpc, index.get(id(m.parent), -1), waited)).encode()

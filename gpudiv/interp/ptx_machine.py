@@ -114,10 +114,6 @@ class Machine:
                              stack=launch.stack_size if recursive else 0)
         self.counters = Counters(warp_width=WARP_SIZE)
         self.policy = machine_policy(kernel, launch.reconvergence)
-        if self.functions and self.policy not in CALLING_POLICIES:
-            raise Unsupported(f"kernel {kernel.name} runs its calls as calls, which the "
-                              f"{self.policy} reconvergence policy cannot (ipdom, frontier "
-                              f"and mimd can)")
         self.block_reduction: np.generic | None = None  # the value of the last bar.red
         self.block_index = (0, 0, 0)
         self.regs: dict[str, np.ndarray] = {}
@@ -1310,9 +1306,6 @@ class Machine:
 
 
 _CALL_OPERATORS = frozenset({"call", "call.input", "call.return"})
-# The policies whose control objects run calls as calls (`policies.IpdomStack.call`,
-# `policies.Groups.call`).
-CALLING_POLICIES = ("ipdom", "marked", "frontier", "mimd")
 
 
 def _passing(function: str, way: str, slot: tuple[str, int]) -> str:

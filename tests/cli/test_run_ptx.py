@@ -104,13 +104,10 @@ def test_inlined_the_recursion_cannot_run(capsys, tmp_path):
     assert "cannot execute 'call.uni': the callee is not inlined" in errors[0]
 
 
-def test_calls_as_calls_run_under_mimd_but_not_under_aware(capsys, tmp_path):
-    code, buffers, errors = run_recursion(capsys, tmp_path, "--reconvergence", "mimd")
+@pytest.mark.parametrize("policy", ["mimd", "aware"])
+def test_calls_as_calls_run_under_every_policy(capsys, tmp_path, policy):
+    code, buffers, errors = run_recursion(capsys, tmp_path, "--reconvergence", policy)
     assert code == 0 and errors == [] and buffers["fib_per_thread_param_0"][11] == 89
-    code, _, errors = run_recursion(capsys, tmp_path / "aware", "--reconvergence", "aware")
-    assert code == 2 and len(errors) == 1
-    assert "runs its calls as calls, which the aware reconvergence policy cannot (ipdom, " \
-           "frontier and mimd can)" in errors[0]
 
 
 def test_stack_size_must_not_be_negative(capsys, tmp_path):

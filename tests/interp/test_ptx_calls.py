@@ -199,10 +199,11 @@ def test_a_guarded_call_runs_in_the_lanes_whose_guard_holds():
                                                               for t in range(32)]
 
 
-@pytest.mark.parametrize("policy", ["frontier", "mimd"])
+@pytest.mark.parametrize("policy", ["frontier", "mimd", "aware"])
 @pytest.mark.parametrize("build", ["O3", pytest.param("G", marks=pytest.mark.slow)])
-def test_frontier_and_mimd_run_calls_as_calls(policy, build):
-    """Groups of lanes carry the calls they are in: they meet only within the same."""
+def test_every_policy_runs_calls_as_calls(policy, build):
+    """Groups of lanes and AWARE's splits carry the calls they are in: they meet only
+    within the same."""
     for kernel, args in (("fib_per_thread", {0: np.zeros(64, np.int32)}),
                          ("frames_uniform", {0: np.zeros(64, np.int32), 1: 4})):
         runs = [run_ptx_kernel(sample(build, kernel), PtxLaunch(block=(64, 1, 1), args=args,
@@ -212,11 +213,14 @@ def test_frontier_and_mimd_run_calls_as_calls(policy, build):
         assert runs[0].buffers[name].tolist() == runs[1].buffers[name].tolist()
 
 
-def test_aware_cannot_run_calls_as_calls():
-    with pytest.raises(PtxExecutionError, match="runs its calls as calls, which the aware "
-                                                "reconvergence policy cannot"):
-        run_ptx_kernel(sample("O3", "fib_per_thread"),
-                       PtxLaunch(args={0: np.zeros(32, np.int32)}, reconvergence="aware"))
+def test_aware_meets_lanes_again_after_a_call_only_some_make():
+    """A guarded call under AWARE: the lanes that skip it wait after it for the callers
+    (one reconvergence), as the inlined kernel's skip branch makes them."""
+    counters = [run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(32, np.uint32)},
+                                                  reconvergence="aware")).counters
+                for kernel in (executable(GUARDED, "guarded"),
+                               FunctionReader(GUARDED, "t.ptx").inlined("guarded"))]
+    assert counters[0].reconvergences == counters[1].reconvergences == 1
 
 
 def test_frontier_runs_a_callee_as_if_inlined_at_its_call():
@@ -237,7 +241,8 @@ def test_inlining_cannot_run_the_recursion():
         run_ptx_kernel(inlined, PtxLaunch(args={0: np.zeros(32, np.int32)}))
 
 
-def same_memory(text: str, path: str, launches: int, seed: int = 0) -> list[str]:
+def same_memory(text: str, path: str, launches: int, seed: int = 0,
+                policy: str = "auto") -> list[str]:
     """Kernels of a PTX file whose calls run as calls leave other buffers (or stop
     otherwise) than the same kernels with their calls inlined, under the oracle's
     launches."""
@@ -249,6 +254,7 @@ def same_memory(text: str, path: str, launches: int, seed: int = 0) -> list[str]
             continue  # no calls, or recursion: inlined, it cannot run
         kept = reader.executable(name)
         for launch in ptx_launches(inlined, seed)[:launches]:
+            launch.reconvergence = policy
             outcomes = []
             for kernel in (inlined, kept):
                 try:
@@ -292,6 +298,13 @@ def test_random_programs_run_the_same_as_calls_property(seed):
     assert same_memory(random_with_calls(seed), f"rand{seed}.ptx", 3, seed) == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["frontier", "mimd", "aware"])
+@pytest.mark.parametrize("seed", range(20))
+def test_random_programs_run_the_same_as_calls_under_every_policy(seed, policy):
+    assert same_memory(random_with_calls(seed), f"rand{seed}.ptx", 2, seed, policy) == []
+
+
 POINTERS = {build: SAMPLES / "cuda" / f"function_pointers.{build}.ptx" for build in ("O3", "G")}
 
 
@@ -305,7 +318,7 @@ def pointers(build: str, kernel: str):
 
 
 @pytest.mark.parametrize("build", ["O3", "G"])
-@pytest.mark.parametrize("policy", ["ipdom", "frontier", "mimd"])
+@pytest.mark.parametrize("policy", ["ipdom", "frontier", "mimd", "aware"])
 def test_each_lane_calls_the_function_its_pointer_names(build, policy):
     data = np.arange(-40, 150, 3, dtype=np.int32)[:64]
     result = run_ptx_kernel(pointers(build, "apply_per_lane"),
