@@ -21,6 +21,15 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 RECURSION = {build: SAMPLES / "cuda" / f"recursion.{build}.ptx" for build in ("O3", "G")}
 
 HEADER = ".version 7.0\n.target sm_80\n.address_size 64\n"
+# The end of every kernel below: out[tid] = %v.
+STORE_OUT = """    ld.param.u64 %o, [out];
+    cvta.to.global.u64 %o, %o;
+    mul.wide.u32 %a, %t, 4;
+    add.s64 %o, %o, %a;
+    st.global.u32 [%o], %v;
+    ret;
+}
+"""
 
 # A recursive function that keeps its argument in a `.local` variable addressed by its
 # symbol across the recursive call: each activation needs a frame of its own.
@@ -62,14 +71,7 @@ DONE:
     call.uni (b), down, (a);
     ld.param.b32 %v, [b];
     }
-    ld.param.u64 %o, [out];
-    cvta.to.global.u64 %o, %o;
-    mul.wide.u32 %a, %t, 4;
-    add.s64 %o, %o, %a;
-    st.global.u32 [%o], %v;
-    ret;
-}
-"""
+""" + STORE_OUT
 
 # A call only some lanes make (a guarded call: the others keep their value).
 GUARDED = HEADER + """
@@ -97,14 +99,7 @@ GUARDED = HEADER + """
     @%p call.uni (pr), twice, (pa);
     @%p ld.param.b32 %v, [pr];
     }
-    ld.param.u64 %o, [out];
-    cvta.to.global.u64 %o, %o;
-    mul.wide.u32 %a, %t, 4;
-    add.s64 %o, %o, %a;
-    st.global.u32 [%o], %v;
-    ret;
-}
-"""
+""" + STORE_OUT
 
 
 def executable(text: str, kernel: str, path: str = "t.ptx"):
@@ -393,14 +388,7 @@ def nested_chain(depth: int) -> str:
     call.uni (b), f1, (a);
     ld.param.b32 %v, [b];
     }
-    ld.param.u64 %o, [out];
-    cvta.to.global.u64 %o, %o;
-    mul.wide.u32 %a, %t, 4;
-    add.s64 %o, %o, %a;
-    st.global.u32 [%o], %v;
-    ret;
-}
-"""
+""" + STORE_OUT
 
 
 def test_calls_nested_deeper_than_inlining_goes_run_as_calls(tmp_path):
