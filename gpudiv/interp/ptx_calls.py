@@ -32,14 +32,13 @@ class StackOverflow(Exception):
 
 @dataclass(eq=False)
 class Activation:
-    """One call of `callee` by `lanes` (`sel`: their selector); what a recursive call
-    saved (the callee's registers and `.local` addresses, every thread's: restored in
-    the lanes that return, which may return at different times under `mimd`) and the
-    stack bytes its frame took."""
+    """One call of `callee` by `lanes`; what a recursive call saved (the callee's
+    registers and `.local` addresses, every thread's: restored in the lanes that return,
+    which may return at different times under `mimd`) and the stack bytes its frame
+    took."""
 
     callee: str
     lanes: np.ndarray
-    sel: object
     saved: dict[str, np.ndarray] | None = None
     frame: int = 0
     digest: str = ""
@@ -100,7 +99,7 @@ class CallFrames:
 
     def enter(self, callee: str, lanes: np.ndarray, sel) -> Activation:
         """`lanes` call `callee` (after their arguments were passed)."""
-        activation = Activation(callee, lanes, sel)
+        activation = Activation(callee, lanes)
         depth = self.depth.get(callee)
         if depth is None:  # not recursive: nothing to save
             return activation
