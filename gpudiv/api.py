@@ -49,7 +49,7 @@ def kernel_to_run(path: str | Path, kernel: ir.Kernel, calls: str = "auto") -> i
         raise ValueError(f"unknown call mode '{calls}' (one of {', '.join(RUN_CALL_MODES)})")
     if calls == "inline" or (calls == "auto" and not kernel.attrs.get("calls_not_inlined")):
         return kernel
-    from gpudiv.verify.call_runs import executable_form
+    from gpudiv.interp.ptx_calls import executable_form
 
     text = kernel.attrs.get("ptx_text")  # what inlining left opaque: the text is kept
     if text is None:

@@ -23,6 +23,7 @@ import numpy as np
 from gpudiv import ir
 from gpudiv.interp.musimd import ExecutionError, LaunchConfig, run_kernel, wrap
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx_calls import executable_form
 from gpudiv.ir import host as h
 from gpudiv.lang.host.parse import IMPLICIT_PARAMS, explicit_params
 
@@ -273,7 +274,13 @@ class _Host:
                                "memory)")
         arrays = {p: self.allocations[n].astype(np.int32) for p, n in buffers.items()}
         launch = PtxLaunch((grid, 1, 1), (block, 1, 1), {**args, **arrays})
-        result = run_ptx_kernel(ref.kernel, launch)
+        kernel = ref.kernel
+        if kernel.attrs.get("calls_not_inlined"):  # recursion, function pointers
+            try:
+                kernel = executable_form(kernel, self.prog.path)
+            except ValueError as error:
+                raise HostRunError(f"{self.prog.path}: error: {error}") from None
+        result = run_ptx_kernel(kernel, launch)
         for p, n in buffers.items():
             self.allocations[n][:] = result.buffers[p].astype(np.int64)
         self.counters.warp_instructions += result.counters.warp_instructions

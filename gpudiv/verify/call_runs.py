@@ -30,7 +30,7 @@ import numpy as np
 
 from gpudiv import ir
 from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
-from gpudiv.lang.ptx.functions import FunctionReader
+from gpudiv.interp.ptx_calls import executable_form
 from gpudiv.verify.call_projection import _frames, _key
 
 _PASSING = frozenset({"call", "call.input", "call.return"})
@@ -147,22 +147,6 @@ class CallsObserver:
         twin = self._twin(instruction, active)
         if twin is not None:
             self.inner.branch(warp, twin.id, active, jumps)
-
-
-def executable_form(kernel: ir.Kernel, path: str, text: str | None = None) -> ir.Kernel:
-    """A kernel read with its calls inlined, lowered again from `text` (default: the text
-    a kernel whose calls inlining left opaque keeps, `attrs["ptx_text"]`) with its calls
-    kept (`FunctionReader.executable`). ValueError when that cannot be done."""
-    text = text if text is not None else kernel.attrs.get("ptx_text")
-    if text is None:
-        raise ValueError(f"kernel {kernel.name}: no PTX text to lower its calls as calls")
-    reader = FunctionReader(str(text), path)
-    kept = reader.executable(kernel.name) if kernel.name in reader.entries else None
-    if kept is None:
-        errors = [str(d) for d in reader.diagnostics if d.severity == "error"]
-        raise ValueError(f"kernel {kernel.name}: cannot keep its calls as calls"
-                         + (f" ({errors[0]})" if errors else ""))
-    return kept
 
 
 _RUNNERS: dict[int, tuple[ir.Kernel, Callable]] = {}  # the last kernels run as calls

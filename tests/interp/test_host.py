@@ -37,3 +37,13 @@ def test_run_time_errors_are_located(body, message):
     with pytest.raises(HostRunError) as info:
         run(body)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_host_program_launches_a_kernel_that_recurses():
+    """A PTX kernel whose inlined form leaves its recursion opaque runs with its calls as
+    calls (`gpudiv.interp.ptx_calls.executable_form`)."""
+    prog = parse_host('import "../cuda/recursion.O3.ptx"\nn = 32\nd = malloc(n)\n'
+                      'fib_per_thread<<<1, 32>>>(d)\nh = array(n)\nmemcpy(h, d)\n',
+                      str(HOST / "t.host"))
+    result = run_host(prog, {})
+    assert result.arrays["h"][:12] == [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89]
