@@ -336,6 +336,8 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
                                         run=partial(run_ptx_any, run=run_ptx_growing)))
             policy = machine_policy(original(result.ssa.cfg.kernel), reconvergence)
             reports[-1].reconvergence = "sync" if policy == "marked" else policy
+            if original(result.ssa.cfg.kernel).attrs.get("calls_not_inlined"):
+                reports[-1].calls = "call"
             continue
         launches = random_launches(result.ssa.cfg.kernel, seed + index,
                                    reconvergence=reconvergence,

@@ -105,6 +105,7 @@ def check_json(files: list[tuple[str, list[CheckReport]]]) -> dict:
             kernels.append({
                 "name": r.name, "status": r.status, "reason": r.reason, "runs": r.runs,
                 "uses_checked": r.uses_checked, "reconvergence": r.reconvergence,
+                "calls": r.calls,
                 "counters": dict(r.counters),
                 "violations": [{"claim": v.claim, "variable": v.variable, "source": v.source,
                                 "line": v.line, "lanes": v.lanes, "values": v.values,
@@ -219,7 +220,9 @@ def render_check(files: list[tuple[str, list[CheckReport]]], out: TextIO) -> Non
                       f"{count(len(r.violations), 'violation')}{extra}\n")
             if r.counters:
                 c = r.counters
-                out.write(f"  {r.reconvergence}: {c['warp_instructions']} warp instructions, "
+                calls = ", calls run as calls" if r.calls == "call" else ""
+                out.write(f"  {r.reconvergence}{calls}: {c['warp_instructions']} warp "
+                          f"instructions, "
                           f"{c['lane_instructions']} lane instructions, SIMD efficiency "
                           f"{c['simd_efficiency']:.3f}, {c['divergent_branches']} divergent "
                           f"branches, {c['reconvergences']} reconvergences, max stack depth "

@@ -68,6 +68,9 @@ class CheckReport:
     uses_checked: int = 0
     violations: list[Violation] = field(default_factory=list)
     reconvergence: str = ""  # the policy the runs used
+    # how the runs executed calls to functions of the file: "inline", or "call" (the
+    # kernel recurses or calls through pointers: `gpudiv.verify.call_runs`)
+    calls: str = "inline"
     # Counters of the finished runs, summed (max_stack_depth: the largest; simd_efficiency
     # over all the lane slots issued): `add_counters`.
     counters: dict[str, float] = field(default_factory=dict)

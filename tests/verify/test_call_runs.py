@@ -112,3 +112,13 @@ def test_rewrites_of_kernels_whose_calls_run_as_calls_are_verified(name):
     result = transform(SAMPLES / "cuda" / name, "lcm", verify=True)
     assert [k.status for k in result.kernels] == ["verified"] * 3
     assert all(k.oracle_violations == [] for k in result.kernels)
+
+
+def test_reports_say_when_calls_ran_as_calls(capsys):
+    from gpudiv.cli import main
+
+    assert main(["check", str(RECURSION[0])]) == 0
+    out = capsys.readouterr().out
+    assert out.count("  ipdom, calls run as calls: ") == 2  # gcd_table: -O3 made it a loop
+    reports = api.check(api.analyze(RECURSION[0], "affine2"))
+    assert [r.calls for r in reports] == ["call", "call", "inline"]
