@@ -16,8 +16,8 @@ which raises `PolicyFault` for a misuse the policy cannot run (the engine locate
 - `Groups`: entries `[pc, lanes, sel, parked, frames]`, one group of lanes per pc (and
   calls it is in): `frontier` runs the lowest pc and merges groups that meet, `mimd`
   one thread at a time;
-- `Aware`: entries `[pc, lanes, sel, meeting]`, AWARE's warp splits in a FIFO with a
-  reconvergence table (`Meeting`) and timed-out reconvergence.
+- `Aware`: entries `[pc, lanes, sel, meeting, blocked, frames]`, AWARE's warp splits in
+  a FIFO with a reconvergence table (`Meeting`) and timed-out reconvergence.
 
 PTX calls run as calls (`gpudiv.interp.ptx_calls`) go through `call` and `ret`: the PDOM
 stack runs a callee in an entry of its own, `Groups` and `Aware`'s splits keep the calls
@@ -64,6 +64,21 @@ def entry(pc: int, lanes: np.ndarray, extra) -> list:
     """A control entry [pc, lanes, sel, extra]."""
     lanes = frozen(lanes)
     return [pc, lanes, selector(lanes), extra]
+
+
+def _callers(lanes: np.ndarray, calls: list[tuple]) -> tuple[list[tuple], np.ndarray]:
+    """The lanes of each call (`calls`: (mask of `lanes`, None for all; the callee's
+    entry pc; the activation)) as (its lanes, the entry pc, the activation), and the
+    lanes that call nothing."""
+    if len(calls) == 1 and calls[0][0] is None:
+        return [(lanes, calls[0][1], calls[0][2])], EMPTY
+    called = np.zeros(len(lanes), dtype=bool)
+    found = []
+    for entering, target, activation in calls:
+        mask = np.ones(len(lanes), dtype=bool) if entering is None else entering
+        called |= mask
+        found.append((lanes[mask], target, activation))
+    return found, lanes[~called]
 
 
 class _NoCalls:
@@ -139,8 +154,7 @@ class IpdomStack:
         reconvergence point is the activation (never a pc: only `ret` ends it, so no
         pc of a recursive activation can be taken for an outer one's)."""
         top[0] = pc + 1
-        for entering, target, activation in reversed(calls):
-            lanes = top[1] if entering is None else top[1][entering]
+        for lanes, target, activation in reversed(_callers(top[1], calls)[0]):
             self.stack.append(entry(target, lanes, activation))
         depth = len(self.stack)
         if depth > self.counters.max_stack_depth:
@@ -420,14 +434,9 @@ class Groups:
         the callee's entry pc; the activation)) go to their callee in a group with one
         more frame, returning after the call; the lanes that do not call go on after it."""
         lanes = top[1]
-        called = np.zeros(len(lanes), dtype=bool)
-        groups = []
-        for entering, target, activation in calls:
-            mask = np.ones(len(lanes), dtype=bool) if entering is None else entering
-            called |= mask
-            groups.append(_group(target, lanes[mask], False,
-                                 (*top[4], (pc + 1, (activation,)))))
-        rest = lanes[~called]
+        callers, rest = _callers(lanes, calls)
+        groups = [_group(target, some, False, (*top[4], (pc + 1, (activation,))))
+                  for some, target, activation in callers]
         top[0] = pc + 1
         if len(rest) < len(lanes):
             if len(rest):
@@ -738,24 +747,20 @@ class Aware:
         the call opens, the first in place of the running split, the others at the tail.
         When not all lanes call the same function, all of them meet again after the call
         (the lanes that do not call wait there)."""
-        lanes = top[1]
         if not calls:
             top[0] = pc + 1
             return
-        called = np.zeros(len(lanes), dtype=bool)
+        callers, rest = _callers(top[1], calls)
         parent = top[3]
-        if len(calls) > 1 or (calls[0][0] is not None and not calls[0][0].all()):
-            parent = Meeting(pc + 1, top[3], lanes, top[5])
+        if len(callers) > 1 or len(rest):
+            parent = Meeting(pc + 1, top[3], top[1], top[5])
             self.meetings.append(parent)
         splits = []
-        for entering, target, activation in calls:
-            mask = np.ones(len(lanes), dtype=bool) if entering is None else entering
-            called |= mask
-            opened = Meeting(CALLED, parent, lanes[mask], top[5])
-            splits.append(self._split(target, lanes[mask], opened,
+        for some, target, activation in callers:
+            opened = Meeting(CALLED, parent, some, top[5])
+            splits.append(self._split(target, some, opened,
                                       (*top[5], (pc + 1, (activation,), opened))))
         self.fifo.pop(0)
-        rest = lanes[~called]
         if len(rest):
             self._arrive(parent, rest)
         self.fifo[0:0] = splits[:1]

@@ -43,6 +43,11 @@ def executable_form(kernel: ir.Kernel, path: str, text: str | None = None) -> ir
     return kept
 
 
+# The operators of the instructions that pass values into and out of a call (a call and
+# its results, a callee's parameters and its return).
+CALL_OPERATORS = frozenset({"call", "call.input", "call.return"})
+
+
 class StackOverflow(Exception):
     """A recursive call needs more stack than the launch gives a thread."""
 
@@ -94,7 +99,6 @@ class CallFrames:
         self.regs = regs
         self.specials = specials
         self.layouts = layouts
-        self.recursive = recursive
         self.depth = {f: np.zeros(threads, dtype=np.int32) for f in recursive}
         self.stack_base = stack_base
         self.stack_end = stack_base + stack_size

@@ -27,7 +27,7 @@ from gpudiv.interp.engine import (
     reconvergence_pcs,
 )
 from gpudiv.interp.policies import control_for, selector
-from gpudiv.interp.ptx_calls import CallFrames, StackOverflow, frame_layouts
+from gpudiv.interp.ptx_calls import CALL_OPERATORS, CallFrames, StackOverflow, frame_layouts
 from gpudiv.interp.ptx_launch import (
     WARP_SIZE,
     PtxDeadlockError,
@@ -121,12 +121,14 @@ class Machine:
             self.regs[name] = np.zeros(self.threads, dtype=STORAGE[storage_bits(type_)])
         for name in kernel.params:
             self.regs[name][:] = np.uint64(self.memory.param_values.get(name, 0))
-        self.specials = self._specials()
+        # the `.local` variables of recursive functions move with each activation
+        layouts = frame_layouts(self.functions, recursive, self.memory.addresses,
+                                kernel.attrs.get("symbols", {}))
+        self.specials = self._specials([s for offsets, _ in layouts.values()
+                                        for s in offsets])
         self.frames = CallFrames(self.functions, recursive, self.regs, self.specials,
-                                 frame_layouts(self.functions, recursive,
-                                               self.memory.addresses,
-                                               kernel.attrs.get("symbols", {})),
-                                 self.threads, self.memory.stack_base, launch.stack_size)
+                                 layouts, self.threads, self.memory.stack_base,
+                                 launch.stack_size)
         self.relocatable = self.frames.relocatable
         self.chosen: dict[tuple, np.ndarray] = {}  # calls through pointers (`_chosen`)
         self._renames: dict[str, str] = {}
@@ -139,7 +141,9 @@ class Machine:
                              observer, trace is not None)
 
     # -- special registers -------------------------------------------------------------
-    def _specials(self) -> dict[str, np.ndarray]:
+    def _specials(self, frame_symbols: list[str]) -> dict[str, np.ndarray]:
+        """Special registers, and the addresses of the symbols used as values and of
+        `frame_symbols` (the recursive functions' `.local` variables), per thread."""
         bx, by, bz = self.launch.block
         gx, gy, gz = self.launch.grid
         tid = np.arange(self.threads, dtype=np.int64)
@@ -176,10 +180,7 @@ class Machine:
         for k in range(32):
             specials[f"%envreg{k}"] = full(0)
         used = [n for unit in (self.kernel, *self.functions.values()) for n in unit.specials]
-        recursive = self.kernel.attrs.get("recursive", ())
-        used += [n for f in recursive if f in self.functions  # their frames move
-                 for n in self.functions[f].attrs.get("frame_symbols", ())]
-        for name in used:  # symbols used as values (and recursive frames): their addresses
+        for name in (*used, *frame_symbols):
             if name in self.memory.addresses:
                 specials[name] = np.full(self.threads, self.memory.addresses[name][1],
                                          dtype=np.uint64)
@@ -265,6 +266,7 @@ class Machine:
         end = count if function is None else start.get("$ret", count)
         ipdom = reconvergence_pcs(unit, start, end, self.policy in ("marked", "aware"))
         renames, copies = self._hazards(unit.instructions(), base)
+        self._unit = function
         ops: list[_Op] = []
         label: str | None = None
         for block in unit.blocks:
@@ -272,7 +274,6 @@ class Machine:
                 label = block.label
             for instr in block.instructions:
                 op = _Op(EXEC, base + len(ops), instr, label)
-                self._unit = function
                 self._renames = renames.get(op.index, {})
                 try:
                     self._compile(op, instr)
@@ -357,7 +358,7 @@ class Machine:
             op.fn = self._store(instr, opcode)
         elif kind_ == ir.ATOMIC:
             op.fn = self._atomic(instr, opcode)
-        elif instr.operator in _CALL_OPERATORS and self.functions:
+        elif instr.operator in CALL_OPERATORS and self.functions:
             self._compile_call(op, instr)
         elif kind_ == ir.OPAQUE:
             op.fn = self._opaque(instr, opcode)
@@ -1303,9 +1304,6 @@ class Machine:
         error = self._error(pc, lanes, warp, f"{fault.message} ({opcode})")
         error.outside = fault.outside
         return error
-
-
-_CALL_OPERATORS = frozenset({"call", "call.input", "call.return"})
 
 
 def _passing(function: str, way: str, slot: tuple[str, int]) -> str:

@@ -30,10 +30,8 @@ import numpy as np
 
 from gpudiv import ir
 from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
-from gpudiv.interp.ptx_calls import executable_form
+from gpudiv.interp.ptx_calls import CALL_OPERATORS, executable_form
 from gpudiv.verify.call_projection import _frames, _key
-
-_PASSING = frozenset({"call", "call.input", "call.return"})
 
 
 class _Twin:
@@ -54,10 +52,8 @@ def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _
     seen: dict[tuple, int] = {}
     for instr in inlined.instructions():
         by_key[_key(instr, seen, frames[instr.id])] = instr
-    callees = {suffix: record[3] for suffix, record in
-               inlined.attrs.get("call_instances", {}).items()}
-    suffixes: dict[str, list[str]] = {"": [""]}
-    for suffix, callee in callees.items():
+    suffixes: dict[str, list[str]] = {"": [""]}  # unit → the frames that stand for it
+    for suffix, (*_, callee) in inlined.attrs.get("call_instances", {}).items():
         suffixes.setdefault(callee, []).append(suffix)
     twins: dict[tuple[str, int], _Twin] = {}
     units = [("", executable), *executable.attrs.get("functions", {}).items()]
@@ -65,7 +61,7 @@ def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _
         unit_seen: dict[tuple, int] = {}
         for instr in kernel.instructions():
             key = _key(instr, unit_seen, "")[1:]
-            if instr.operator in _PASSING:
+            if instr.operator in CALL_OPERATORS:
                 continue
             for suffix in suffixes.get(unit, ()):
                 twin = by_key.get((suffix, *key))

@@ -74,13 +74,16 @@ class FunctionReader:
         return found, indirect
 
     def lower(self, name: str, summaries: dict[str, CallSummary | None],
-              sites: dict[tuple[int, int], dict] | None = None) -> ir.Kernel | None:
+              sites: dict[tuple[int, int], dict] | None = None,
+              targets: dict[str, CallSummary] | None = None) -> ir.Kernel | None:
         """A kernel or `.func` with its calls as summaries (None: it cannot be lowered;
         the reason is among the diagnostics); `sites`: what is known of the results of
-        the call at (line, column) (`_KernelLowering.summary_call`)."""
+        the call at (line, column) (`_KernelLowering.summary_call`); `targets`: the
+        functions a call through a pointer may reach (`_KernelLowering.indirect_call`)."""
         with _gc_paused():
             return self.reader.lower_kernel(self.unit, self.unit.functions[name],
-                                            inline=False, summaries=summaries, sites=sites)
+                                            inline=False, summaries=summaries, sites=sites,
+                                            targets=targets)
 
     def inlined(self, name: str) -> ir.Kernel | None:
         """A kernel as `gpudiv analyze` reads it: every call inlined."""
@@ -97,21 +100,15 @@ class FunctionReader:
         reached = self._reachable(name)
         shapes = self._shapes(reached)
         targets = {f: shape for f, shape in shapes.items() if shape is not None}
-        with _gc_paused():
-            kernel = self.reader.lower_kernel(self.unit, self.unit.functions[name],
-                                              inline=False, summaries=shapes, targets=targets)
+        kernel = self.lower(name, shapes, targets=targets)
         if kernel is None:
             return None
         functions: dict[str, ir.Kernel] = {}
         next_id = kernel.next_id
         symbols = dict(kernel.attrs["symbols"])
         for function in reached:
-            lowered = None
-            if shapes.get(function):
-                with _gc_paused():
-                    lowered = self.reader.lower_kernel(
-                        self.unit, self.unit.functions[function], inline=False,
-                        summaries=shapes, targets=targets)
+            lowered = self.lower(function, shapes, targets=targets) if function in targets \
+                else None
             if lowered is None:
                 continue
             namespaced(lowered, f"@@{function}", next_id)

@@ -958,9 +958,9 @@ class _KernelLowering:
         reach (those with as many parameters and results), which arguments its input
         slots read; per result slot one instruction with `attrs["indirect_output"]`: the
         output slot of each of those functions it takes (None: never written)."""
-        candidates = [(f, self.unit.functions[f]) for f, shape in self.targets.items()
-                      if len(self.unit.functions[f].params) == len(args)
-                      and len(self.unit.functions[f].rets) == len(rets)]
+        candidates = [(f, callee) for f in self.targets
+                      if len((callee := self.unit.functions[f]).params) == len(args)
+                      and len(callee.rets) == len(rets)]
         if not candidates:
             self.bodiless.setdefault(f"indirect call through {target[1]}", pi.line)
             self.opaque_call(frame, pi, rets, args)
