@@ -208,22 +208,14 @@ def test_every_policy_runs_calls_as_calls(policy, build):
         assert runs[0].buffers[name].tolist() == runs[1].buffers[name].tolist()
 
 
-def test_aware_meets_lanes_again_after_a_call_only_some_make():
-    """A guarded call under AWARE: the lanes that skip it wait after it for the callers
-    (one reconvergence), as the inlined kernel's skip branch makes them."""
+@pytest.mark.parametrize("policy", ["frontier", "aware"])
+def test_lanes_meet_again_after_a_call_only_some_make(policy):
+    """A guarded call: the lanes that skip it meet the callers after it (one
+    reconvergence), as the inlined kernel's skip branch makes them. Under frontier the
+    callers run the callee first (it sits between the call and the next instruction);
+    under aware the lanes that skip it wait there for them."""
     counters = [run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(32, np.uint32)},
-                                                  reconvergence="aware")).counters
-                for kernel in (executable(GUARDED, "guarded"),
-                               FunctionReader(GUARDED, "t.ptx").inlined("guarded"))]
-    assert counters[0].reconvergences == counters[1].reconvergences == 1
-
-
-def test_frontier_runs_a_callee_as_if_inlined_at_its_call():
-    """Under frontier, the lanes that call run the callee before the lanes that skipped
-    the call go on (the callee sits between the call and the next instruction), and
-    meet them after it: the same counters as the inlined kernel."""
-    counters = [run_ptx_kernel(kernel, PtxLaunch(args={0: np.zeros(32, np.uint32)},
-                                                  reconvergence="frontier")).counters
+                                                  reconvergence=policy)).counters
                 for kernel in (executable(GUARDED, "guarded"),
                                FunctionReader(GUARDED, "t.ptx").inlined("guarded"))]
     assert counters[0].reconvergences == counters[1].reconvergences == 1
