@@ -15,6 +15,12 @@ newer than sm_80, else sm_80) and times `gpudiv analyze --analysis A --format js
   one Python process that has analysed the first file once (untimed: grammar and rule
   loading are start-up), `gpudiv.cli.main.main` on each file, median of `--repeat` calls.
 
+- `daemon`: one `gpudiv analyze A FILE` process per file as in `process`, while a
+  `gpudiv daemon` started for the benchmark runs the command: the client's processor time
+  plus what the daemon used meanwhile (its own and its reaped children's, from
+  /proc/PID/stat, in clock ticks of 10 ms; hence the mean of `--repeat` runs, not the
+  median). Linux only.
+
 It prints the ratio gpudiv / ptxas per file, per build (`-O3`, `-G`) and in total. The
 ratio, not an absolute time, is the figure to compare between machines.
 
@@ -27,6 +33,7 @@ as `pip install` does for a regular install): an editable install run with
     python benchmarks/bench_vs_ptxas.py --analyses simple --repeat 1 samples/cuda/scan.G.ptx
     python benchmarks/bench_vs_ptxas.py --mode corpus --json
     python benchmarks/bench_vs_ptxas.py --analyses simple simple+summary affine2
+    python benchmarks/bench_vs_ptxas.py --mode process daemon    # with and without a daemon
 
 An analysis named `A+summary` is analysis A with call summaries (`--calls summary`: each
 device function analysed once per calling context instead of inlined at every call).
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import importlib.util
 import json
 import os
@@ -50,7 +58,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ANALYSES = ("simple", "affine2")
-MODES = ("process", "corpus")
+MODES = ("process", "corpus", "daemon")
 BUILDS = ("-O3", "-G")
 
 # Run in a child interpreter by `warm_seconds`: after one untimed run on the first file,
@@ -81,10 +89,13 @@ def child_seconds(command: list[str], cwd: str) -> float:
     return child_run(command, cwd)[0]
 
 
-def child_run(command: list[str], cwd: str) -> tuple[float, str]:
-    """Processor seconds (user + system) of one child process and its standard output."""
+def child_run(command: list[str], cwd: str, env: dict[str, str] | None = None
+              ) -> tuple[float, str]:
+    """Processor seconds (user + system) of one child process and its standard output
+    (`env`: its environment, default: this one without a daemon)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
+                          env=env or {**os.environ, "GPUDIV_NO_DAEMON": "1"})
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)}: exit {done.returncode}\n{done.stderr[-2000:]}")
@@ -119,9 +130,9 @@ def build_of(path: Path) -> str:
 
 
 def measure(path: Path, analyses: list[str], repeat: int, ptxas: str | None,
-            scratch: str, per_process: bool = True) -> dict:
+            scratch: str, per_process: bool = True, daemon: Daemon | None = None) -> dict:
     """Median processor seconds of ptxas and (`per_process`) of each analysis in its own
-    `gpudiv analyze` process on one file."""
+    `gpudiv analyze` process on one file; with `daemon`, the mean through it as well."""
     absolute = str(path.resolve())
     text = path.read_text()
     row: dict = {"file": str(path), "lines": len(text.splitlines()), "build": build_of(path)}
@@ -135,7 +146,50 @@ def measure(path: Path, analyses: list[str], repeat: int, ptxas: str | None,
             row[analysis] = statistics.median(
                 child_seconds(analyze_command(analysis, [absolute]), scratch)
                 for _ in range(repeat))
+    if daemon is not None:
+        for analysis in analyses:
+            row[daemon_key(analysis)] = statistics.mean(
+                daemon.seconds(analyze_command(analysis, [absolute]), scratch)
+                for _ in range(repeat))
     return row
+
+
+def process_seconds(pid: int) -> float:
+    """Processor seconds of process `pid` and of its children it has reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+class Daemon:
+    """A `gpudiv daemon` of its own for the benchmark (context manager)."""
+
+    def __enter__(self) -> Daemon:
+        self.folder = tempfile.mkdtemp(prefix="gpudiv-bench-", dir="/tmp")
+        self.socket = os.path.join(self.folder, "d.sock")
+        done = subprocess.run([*gpudiv_command(), "daemon", "start", "--socket", self.socket],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"gpudiv daemon start: {done.stdout}{done.stderr}")
+        self.pid = int(done.stdout.split("pid ")[1].split()[0])
+        self.env = {k: v for k, v in os.environ.items() if k != "GPUDIV_NO_DAEMON"}
+        self.env["GPUDIV_DAEMON_SOCKET"] = self.socket
+        return self
+
+    def seconds(self, command: list[str], cwd: str) -> float:
+        """Processor seconds of one client process and of the daemon while it ran."""
+        before = process_seconds(self.pid)
+        client, _ = child_run(command, cwd, self.env)
+        return client + process_seconds(self.pid) - before
+
+    def __exit__(self, *_exc) -> None:
+        subprocess.run([*gpudiv_command(), "daemon", "stop", "--socket", self.socket],
+                       capture_output=True, check=False)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def daemon_key(analysis: str) -> str:
+    """The row key of an analysis's daemon column."""
+    return f"{analysis} daemon"
 
 
 def warm_seconds(files: list[Path], analysis: str, repeat: int, scratch: str) -> dict[str, float]:
@@ -216,8 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path,
                         help="PTX files (default: samples/cuda/*.ptx, samples/cuda_large/*.ptx)")
     parser.add_argument("--analyses", nargs="+", default=list(ANALYSES))
-    parser.add_argument("--mode", choices=[*MODES, "both"], default="both",
-                        help="one gpudiv process per file, one for the whole list, or both")
+    parser.add_argument("--mode", nargs="+", choices=[*MODES, "both"], default=["both"],
+                        help="one gpudiv process per file, one for the whole list, one "
+                             "process per file through a daemon; both: process and corpus")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="rows and totals as JSON")
     parser.add_argument("--no-compile", action="store_true",
@@ -230,15 +285,19 @@ def main(argv: list[str] | None = None) -> int:
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         print("ptxas not found on PATH: gpudiv times only, no ratios", file=sys.stderr)
-    per_process = args.mode in ("process", "both")
-    in_corpus = args.mode in ("corpus", "both")
+    per_process = bool({"process", "both"} & set(args.mode))
+    in_corpus = bool({"corpus", "both"} & set(args.mode))
+    through_daemon = "daemon" in args.mode
     keys = [*(args.analyses if per_process else []),
+            *(daemon_key(a) for a in (args.analyses if through_daemon else [])),
             *(warm_key(a) for a in (args.analyses if in_corpus else []))]
     rows = []
     corpus: dict[tuple[str, str], float] = {}
-    with tempfile.TemporaryDirectory() as scratch:  # imports the installed package
+    with tempfile.TemporaryDirectory() as scratch, \
+            (Daemon() if through_daemon else contextlib.nullcontext()) as daemon:
         for path in files:
-            rows.append(measure(path, args.analyses, args.repeat, ptxas, scratch, per_process))
+            rows.append(measure(path, args.analyses, args.repeat, ptxas, scratch, per_process,
+                                daemon))
             print(f"{path}: done", file=sys.stderr, flush=True)
         if in_corpus:
             for analysis in args.analyses:
@@ -249,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                     corpus[name, analysis] = corpus_seconds(
                         [Path(r["file"]) for r in mine], analysis, args.repeat, scratch)
                 print(f"corpus {analysis}: done", file=sys.stderr, flush=True)
-    summary = totals(rows, [k for k in keys if k in args.analyses], corpus)
+    summary = totals(rows, [k for k in keys if not k.endswith(" corpus")], corpus)
     if args.json:
         print(json.dumps({"rows": rows, "totals": summary,
                           "ratios": {r["file"]: ratios(r, keys)

@@ -17,6 +17,7 @@ __all__ = ["FileAnalysis", "analyze", "analyze_corpus", "analyze_text", "check",
 
 # Public name → (module, attribute), imported on first use.
 _LAZY = {
+    "load": ("gpudiv.lang.load", "load"),
     "FileAnalysis": ("gpudiv.api", "FileAnalysis"),
     "analyze": ("gpudiv.api", "analyze"),
     "analyze_text": ("gpudiv.api", "analyze_text"),
@@ -34,9 +35,6 @@ _LAZY = {
     "run_host": ("gpudiv.verify.host_check", "run_host_file"),
 }
 
-# `load` is imported eagerly: the name must be the function even after something imports
-# the submodule `gpudiv.lang.load` (the import system would otherwise bind the module here).
-from gpudiv.lang.load import load  # noqa: E402
 
 
 def __getattr__(name: str):

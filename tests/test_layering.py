@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "gpudiv"
 STAGES = ["ir", "lang", "analyses", "transforms", "interp", "verify", "report", "cli"]
 FOLDERS = {stage: stage for stage in STAGES}  # gpudiv/STAGE/ is STAGE
-MODULES = {"api": "report"}
+MODULES = {"api": "report", "command": "cli"}
 
 
 def stage_of(module: str) -> str | None:

@@ -1,7 +1,7 @@
-"""`python -m gpudiv.cli`: the `gpudiv` command."""
+"""`python -m gpudiv.cli`: the `gpudiv` command (through a running daemon, if any)."""
 
 import sys
 
-from gpudiv.cli.main import main
+from gpudiv.command import main
 
 sys.exit(main())

@@ -1,5 +1,5 @@
 """Command line of gpudiv: analyze, check, run, explain, compare, cfg, solve, rules, facts,
-random, transform, structure, deadlock, fuse, host.
+random, transform, structure, deadlock, fuse, host, daemon.
 
 Each subcommand has its module `gpudiv.cli.NAME` (`host` is beside `fuse` in
 `gpudiv.cli.fuse`); `COMMANDS` names them and `gpudiv CMD` imports only CMD's.
@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "host": ("gpudiv.cli.fuse", "run a host program on the interpreter"),
     "run": ("gpudiv.cli.run", "run a kernel on the reference SIMD interpreter"),
     "check": ("gpudiv.cli.check", "check the analysis claims on the interpreter"),
+    "daemon": ("gpudiv.cli.daemon", "keep a warm gpudiv process that runs later commands"),
 }
 
 def build_parser(command: str | None = None, alone: bool = False) -> argparse.ArgumentParser:

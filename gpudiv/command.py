@@ -1,0 +1,159 @@
+"""The `gpudiv` command's entry point: hand the command to a running daemon, else run it here.
+
+A Python process that imports clingo and the analyses costs about 0.1 s of processor time
+before it reads a line; `ptxas` assembles a small file in 0.02 s. `gpudiv daemon start`
+keeps one warm process (`gpudiv.cli.daemon`) that forks a child per command. This module
+is what every `gpudiv` command runs first, so it imports only the standard library: when
+a daemon of this installation is listening, it sends the command line, the working
+folder, the environment and its three standard streams (as file descriptors, so the
+child reads and writes them directly), forwards Ctrl-C, and exits with the child's
+status; otherwise, or with `GPUDIV_NO_DAEMON` set, it runs `gpudiv.cli.main` itself.
+
+Protocol (one Unix socket connection per request): the client sends a 4-byte big-endian
+length and a `marshal`led tuple, with the descriptors attached to the first bytes; the
+daemon answers lines of ASCII text: `pid N` once the child runs, then `exit CODE SECONDS`
+(the child's status and processor seconds, sent after the daemon has reaped it), or
+`stale` (the installation changed since the daemon started: the client runs the command
+itself), or a status line.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import signal
+import socket
+import sys
+import zlib
+
+PROTOCOL = 1
+# Every `gpudiv` command that never goes to a daemon: managing the daemon itself.
+LOCAL_COMMANDS = ("daemon",)
+
+
+def socket_path() -> str:
+    """The daemon socket of this installation: `GPUDIV_DAEMON_SOCKET`, else one per user,
+    Python and package folder under `XDG_RUNTIME_DIR` (or the temporary folder)."""
+    chosen = os.environ.get("GPUDIV_DAEMON_SOCKET")
+    if chosen:
+        return chosen
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    package = os.path.dirname(os.path.abspath(__file__))
+    key = zlib.crc32(f"{sys.executable}\0{sys.version}\0{package}".encode())
+    return os.path.join(base, f"gpudiv-{os.getuid()}", f"daemon-{key:08x}.sock")
+
+
+def request(path: str, message: tuple, fds: list[int] = ()) -> socket.socket | None:
+    """A connection to the daemon at `path` with `message` (and `fds`) sent; None when no
+    daemon listens there."""
+    payload = marshal.dumps((PROTOCOL, *message))
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(path)
+        head = len(payload).to_bytes(4, "big") + payload
+        sent = socket.send_fds(connection, [head], list(fds)) if fds else \
+            connection.send(head)
+        if sent < len(head):  # never a send of nothing: the daemon may have answered
+            connection.sendall(head[sent:])
+    except OSError:
+        connection.close()
+        return None
+    return connection
+
+
+def replies(connection: socket.socket):
+    """The daemon's reply lines, as lists of words, until it closes the connection."""
+    pending = b""
+    while True:
+        try:
+            chunk = connection.recv(4096)
+        except OSError:  # the daemon went away
+            return
+        if not chunk:
+            return
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.decode("ascii", "replace").split()
+
+
+def _streams_usable() -> bool:
+    """Whether descriptors 0, 1 and 2 are open (they are handed to the daemon's child)."""
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _encodings() -> tuple:
+    """The encoding and error handler of this process's standard streams, which the child
+    gives its own (Python chose them from this environment and these descriptors)."""
+    return tuple((getattr(s, "encoding", None) or "utf-8", getattr(s, "errors", None) or
+                  "strict") for s in (sys.stdin, sys.stdout, sys.stderr))
+
+
+def forward(argv: list[str], path: str) -> int | None:
+    """Run `gpudiv ARGV` in the daemon at `path`; its exit status, or None when the
+    command should run here (no daemon, a stale one, unusable standard streams)."""
+    if not _streams_usable():
+        return None
+    mask = os.umask(0)
+    os.umask(mask)
+    connection = request(path, ("run", argv, os.getcwd(), dict(os.environ), mask,
+                                _encodings()), [0, 1, 2])
+    if connection is None:
+        return None
+    child = None
+    previous = {}
+
+    def interrupt(number: int, _frame) -> None:
+        os.kill(child, number)
+
+    try:
+        for words in replies(connection):  # Ctrl-C before the child runs: see main
+            if words[:1] == ["pid"] and child is None:
+                child = int(words[1])
+                for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                    previous[number] = signal.signal(number, interrupt)
+            elif words[:1] == ["exit"]:
+                return int(words[1])
+            elif words[:1] == ["stale"]:
+                return None
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        connection.close()
+    if child is None:
+        return None  # the daemon went away before starting the command
+    print("gpudiv: error: the daemon's child ended without a status", file=sys.stderr)
+    return 3
+
+
+def _ours(path: str) -> bool:
+    """Whether `path` is a socket of this user (a command line and an environment are
+    never sent to anyone else's)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and (info.st_mode & 0o170000) == 0o140000
+
+
+def main() -> int:
+    """Entry point of the `gpudiv` command."""
+    argv = sys.argv[1:]
+    if argv and argv[0] not in LOCAL_COMMANDS and not os.environ.get("GPUDIV_NO_DAEMON"):
+        path = socket_path()
+        if _ours(path):
+            try:
+                status = forward(argv, path)
+            except KeyboardInterrupt:
+                print("gpudiv: interrupted", file=sys.stderr)
+                return 130
+            if status is not None:
+                return status
+    from gpudiv.cli.main import main as run_here
+
+    return run_here(argv)
