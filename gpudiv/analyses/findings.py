@@ -34,6 +34,7 @@ except ImportError:
 
 if TYPE_CHECKING:  # the deadlock analysis loads when its findings are asked for
     from gpudiv.analyses.deadlock import KernelDeadlocks, Place
+    from gpudiv.ir import Instruction
 
 
 class FindingKind:
@@ -241,8 +242,10 @@ _SOURCE_WORDS = {
 def _reasons(result: KernelResult) -> dict[str, list[tuple[str, str]]]:
     """Every `reason(V, Why, From)` of the result, by V (from the solved relations)."""
     reasons: dict[str, list[tuple[str, str]]] = {}
-    for var, why, origin in sorted(result.relations.get("reason", [])):
+    for var, why, origin in result.relations.get("reason", []):
         reasons.setdefault(str(var), []).append((str(why), str(origin)))
+    for listed in reasons.values():  # each variable's few, not all of them: linear
+        listed.sort()
     if not reasons:
         for var in result.variables:
             if var.reason is not None:
@@ -354,13 +357,15 @@ class Chains:
         return [*path, last], length - limit - 1, terminal
 
 
-def explain(result: KernelResult, name: str, chains: Chains | None = None) -> str:
+def explain(result: KernelResult, name: str, chains: Chains | None = None,
+            instructions: dict[int, Instruction] | None = None) -> str:
     """Why a variable is divergent: the shortest chain of reasons to its origin, in words.
 
     `p#1 ← i#2 ← tid (tid differs between lanes)`; empty when nothing is known. A chain
     of more than `CHAIN_SHOWN` + 1 variables shows its first `CHAIN_SHOWN`, `… (N more)`
-    and its last (`gpudiv explain` shows every step). Pass the kernel's `Chains` when
-    explaining many variables of one kernel.
+    and its last (`gpudiv explain` shows every step). Pass the kernel's `Chains` and its
+    instructions by id (`Kernel.by_id`) when explaining many variables of one kernel: each
+    is a pass over the whole kernel.
     """
     chain, more, terminal = (chains or Chains(_reasons(result))).shown(name, CHAIN_SHOWN)
     if terminal is None:
@@ -368,10 +373,11 @@ def explain(result: KernelResult, name: str, chains: Chains | None = None) -> st
     why, origin = terminal
     words = " ← ".join(chain) if not more else \
         f"{' ← '.join(chain[:-1])} ← … ({more} more) ← {chain[-1]}"
-    return f"{words} ({_terminal(result, chain[-1], why, origin)})"
+    return f"{words} ({_terminal(result, chain[-1], why, origin, instructions)})"
 
 
-def _terminal(result: KernelResult, var: str, why: str, origin: str) -> str:
+def _terminal(result: KernelResult, var: str, why: str, origin: str,
+              instructions: dict[int, Instruction] | None = None) -> str:
     """The end of an explanation chain in words."""
     if why == "join":
         return f"{var} merges values after the divergent branch at {origin}"
@@ -383,7 +389,8 @@ def _terminal(result: KernelResult, var: str, why: str, origin: str) -> str:
     ssa_var = result.ssa.variables.get(var)
     kind = ssa_var.kind if ssa_var else ""
     if ssa_var is not None and ssa_var.instruction is not None and \
-            result.ssa.cfg.kernel.by_id()[ssa_var.instruction].operator == "call.input":
+            (instructions if instructions is not None else result.ssa.cfg.kernel.by_id()
+             )[ssa_var.instruction].operator == "call.input":
         return f"{var} is an argument that differs between lanes at the calls of this context"
     return _SOURCE_WORDS.get(kind, "{name} is a source of divergence").format(name=var)
 
@@ -447,7 +454,7 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
             kind = BraUniDivergentInFunction if kind is BraUniDivergent \
                 else DivergentBranchInFunction
         condition = branch.condition or "?"
-        why = explain(result, condition, chains) if branch.condition else ""
+        why = explain(result, condition, chains, instructions) if branch.condition else ""
         ssa_var = result.ssa.variables.get(condition)
         subject = ssa_var.source if ssa_var else condition
         findings.append(Finding(
