@@ -19,10 +19,12 @@ itself), or a status line.
 
 from __future__ import annotations
 
+# The C modules under `socket` and `signal`: their Python wrappers import enum, selectors
+# and functools, half of what this module costs a command that a daemon runs.
+import _signal
+import _socket
 import marshal
 import os
-import signal
-import socket
 import sys
 import zlib
 
@@ -43,16 +45,17 @@ def socket_path() -> str:
     return os.path.join(base, f"gpudiv-{os.getuid()}", f"daemon-{key:08x}.sock")
 
 
-def request(path: str, message: tuple, fds: list[int] = ()) -> socket.socket | None:
-    """A connection to the daemon at `path` with `message` (and `fds`) sent; None when no
-    daemon listens there."""
+def request(path: str, message: tuple, fds: list[int] = ()) -> _socket.socket | None:
+    """A connection to the daemon at `path` with `message` (and the descriptors `fds`,
+    attached to its first bytes) sent; None when no daemon listens there."""
     payload = marshal.dumps((PROTOCOL, *message))
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    head = len(payload).to_bytes(4, "big") + payload
+    rights = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+    connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         connection.connect(path)
-        head = len(payload).to_bytes(4, "big") + payload
-        sent = socket.send_fds(connection, [head], list(fds)) if fds else \
-            connection.send(head)
+        sent = connection.sendmsg([head], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                            rights)] if fds else [])
         if sent < len(head):  # never a send of nothing: the daemon may have answered
             connection.sendall(head[sent:])
     except OSError:
@@ -61,7 +64,7 @@ def request(path: str, message: tuple, fds: list[int] = ()) -> socket.socket | N
     return connection
 
 
-def replies(connection: socket.socket):
+def replies(connection: _socket.socket):
     """The daemon's reply lines, as lists of words, until it closes the connection."""
     pending = b""
     while True:
@@ -115,15 +118,15 @@ def forward(argv: list[str], path: str) -> int | None:
         for words in replies(connection):  # Ctrl-C before the child runs: see main
             if words[:1] == ["pid"] and child is None:
                 child = int(words[1])
-                for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                    previous[number] = signal.signal(number, interrupt)
+                for number in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
+                    previous[number] = _signal.signal(number, interrupt)
             elif words[:1] == ["exit"]:
                 return int(words[1])
             elif words[:1] == ["stale"]:
                 return None
     finally:
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            _signal.signal(number, handler)
         connection.close()
     if child is None:
         return None  # the daemon went away before starting the command

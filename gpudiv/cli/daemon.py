@@ -338,8 +338,10 @@ def _status(path: str) -> list[str] | None:
     connection = request(path, ("status",))
     if connection is None:
         return None
-    with connection:
+    try:
         return next((w for w in replies(connection) if w[:1] == ["status"]), None)
+    finally:
+        connection.close()
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
@@ -365,8 +367,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             return EXIT_OK
         connection = request(path, ("stop",))
         if connection is not None:
-            with connection:
-                list(replies(connection))
+            list(replies(connection))
+            connection.close()
         _wait_for(lambda: not os.path.exists(path), START_WAIT)
         print(f"gpudiv daemon: stopped (pid {status[1]})")
         return EXIT_OK
