@@ -7,7 +7,9 @@ buffer in the output (default: the parameter's name). SPEC is
   the parameter's type;
 - a buffer in global memory: `TYPE[N]:INIT` or `TYPE[RxC]:INIT` (a 2-D array, row-major)
   with INIT one of `zeros`, `ones`, `random` (uniform in [0, 1) for floats, integers in
-  [0, 100) otherwise), `range` (0, 1, 2, …) or a number (every element); or `@FILE.npy`.
+  [0, 100) otherwise), `range` (0, 1, 2, …) or a number (every element); or `@FILE.npy`;
+- a function pointer: `&FUNCTION`, the address of a `.func` of the file, for a kernel that
+  runs with its calls as calls (`--calls call`, or `auto` when it calls through pointers).
 
 TYPE is one of u8 s8 u16 s16 u32 s32 u64 s64 f16 f32 f64 (b8…b64 and i32/i64 are
 accepted as aliases). Buffers are written back to `-o DIR` as `NAME.npy` (or `NAME.json`
@@ -28,6 +30,7 @@ from gpudiv import ir
 from gpudiv.interp.policies import AWARE_TIMEOUT
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_launch import MAX_THREADS
+from gpudiv.interp.ptx_memory import function_addresses
 from gpudiv.interp.ptx_synthesis import pointer_params
 from gpudiv.interp.simt import ExecutionError
 
@@ -67,13 +70,20 @@ def _dtype(name: str, spec: str):
     return np.dtype(DTYPES[name])
 
 
+class FunctionPointer(str):
+    """An `&FUNCTION` argument: the function's name, its address known once bound."""
+
+
 def parse_arg(spec: str, rng: np.random.Generator) -> tuple[str | None, object]:
-    """(label or None, value): a NumPy array for a buffer, an int or float for a scalar."""
+    """(label or None, value): a NumPy array for a buffer, an int or float for a scalar,
+    a `FunctionPointer` for `&FUNCTION`."""
     label = None
     named = _NAME.match(spec)
     body = spec
     if named:
         label, body = named.group("name"), named.group("spec")
+    if body.startswith("&"):
+        return label, FunctionPointer(body[1:])
     if body.startswith("@"):
         return label, _load_npy(body[1:], spec)
     buffer = _BUFFER.match(body)
@@ -216,7 +226,9 @@ def bind(kernel: ir.Kernel, specs: list[str], seed: int
         if isinstance(value, np.ndarray) and kind not in ("pointer", "u64", "b64", "s64"):
             raise ArgumentError(f"error: {where}: a buffer, but the kernel expects "
                                 f"{_expects(kind)}")
-        if not isinstance(value, np.ndarray) and kind == "pointer":
+        if isinstance(value, FunctionPointer):
+            value = _function_address(kernel, value, where)
+        elif not isinstance(value, np.ndarray) and kind == "pointer":
             raise ArgumentError(f"error: {where}: a number, but the kernel expects "
                                 f"{_expects(kind)}")
         if isinstance(value, int):
@@ -230,6 +242,19 @@ def bind(kernel: ir.Kernel, specs: list[str], seed: int
         args[param] = value
         labels[param] = label or param
     return args, labels, warnings
+
+
+def _function_address(kernel: ir.Kernel, name: str, where: str) -> int:
+    """The address `&NAME` passes: that of a function the kernel reaches with its calls
+    kept (ArgumentError otherwise)."""
+    addresses = function_addresses(kernel)
+    if not addresses:
+        raise ArgumentError(f"error: {where}: a function pointer, but kernel {kernel.name} "
+                            "runs with its calls inlined (run it with --calls call)")
+    if name not in addresses:
+        raise ArgumentError(f"error: {where}: no function '{name}' in this file's functions "
+                            f"({', '.join(addresses)})")
+    return addresses[name]
 
 
 def check_output_dir(path: str) -> None:

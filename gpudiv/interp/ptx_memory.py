@@ -39,6 +39,13 @@ MAX_LOCAL = 512 * 1024
 # ---------------------------------------------------------------------------------------
 
 
+def function_addresses(kernel: ir.Kernel) -> dict[str, int]:
+    """The address a pointer to each function that a kernel with its calls kept reaches
+    (`attrs["functions"]`) holds while the kernel runs."""
+    return {function: CODE_WINDOW + 16 * (k + 1)
+            for k, function in enumerate(kernel.attrs.get("functions", {}))}
+
+
 class Fault(Exception):
     """A per-lane fault; the machine adds kernel, line, block and warp. `mask` marks the
     faulting lanes among those of the instruction, `lanes` (if known) names them;
@@ -155,8 +162,8 @@ class Memory:
         self.inits: list[tuple[str, int, str, tuple]] = []
         shared_top = local_top = const_top = 0
         dynamic: list[str] = []
-        for k, function in enumerate(kernel.attrs.get("functions", {})):  # calls as calls
-            self.addresses[function] = ("global", CODE_WINDOW + 16 * (k + 1))
+        for function, address in function_addresses(kernel).items():  # calls as calls
+            self.addresses[function] = ("global", address)
         for name, (space, type_, align, size, init) in symbols.items():
             align = max(int(align), 1)
             if space == "shared":

@@ -7,7 +7,9 @@ import numpy as np
 
 from gpudiv import ir
 from gpudiv.interp import ptx_texture
+from gpudiv.interp.ptx_calls import executable_form
 from gpudiv.interp.ptx_launch import PtxLaunch
+from gpudiv.interp.ptx_memory import function_addresses
 from gpudiv.interp.ptx_ops import bits, canonical, dtype, kind
 from gpudiv.lang.ptx.types import TYPE_NAMES as _TYPE_NAMES
 
@@ -82,6 +84,33 @@ def pointer_params(kernel: ir.Kernel) -> list[str]:
     return [p for p in kernel.params if p in pointers - set(texture_params(kernel))]
 
 
+def function_params(kernel: ir.Kernel) -> dict[str, list[int]]:
+    """Parameters that a call through a function pointer calls, with the addresses of the
+    functions of the file such a call may reach (those whose parameters and results fit
+    its prototype), for a kernel whose inlining left such a call opaque: the kernel runs
+    with its calls as calls (`ptx_calls.executable_form`) and each launch passes one of
+    the functions."""
+    reasons = kernel.attrs.get("calls_not_inlined", ())
+    if not any(str(reason).startswith("indirect call") for reason in reasons):
+        return {}
+    try:
+        kept = executable_form(kernel, "<kernel>")
+    except ValueError:
+        return {}
+    derived = _param_sources(kept)
+    addresses = function_addresses(kept)
+    found: dict[str, list[int]] = {}
+    for instr in kept.instructions():
+        pointer = instr.args[0] if "indirect" in instr.attrs and instr.args else None
+        if not isinstance(pointer, ir.Var):
+            continue
+        reachable = [addresses[f] for f, _ in instr.attrs["indirect"] if f in addresses]
+        for param in sorted(derived.get(pointer.name, set())):
+            listed = found.setdefault(param, [])
+            listed.extend(a for a in reachable if a not in listed)
+    return {p: found[p] for p in kernel.params if found.get(p)}
+
+
 def texture_params(kernel: ir.Kernel) -> dict[str, ptx_texture.Form]:
     """Parameters that are texture or surface objects, with the first instruction form
     that uses each (it says the geometry, element type and whether it is a surface)."""
@@ -151,19 +180,23 @@ def synthesize_launches(kernel: ir.Kernel, seed: int = 0,
                         shapes=CHECK_SHAPES, max_steps: int = CHECK_MAX_STEPS,
                         buffer_bytes: int = CHECK_BUFFER_BYTES) -> list[PtxLaunch]:
     """Launches with generous buffers for pointer parameters (zeros, small integers or
-    small floats) and small random scalars for the others."""
+    small floats), a function of the file for each function pointer (`function_params`;
+    the launches take them in turn) and small random scalars for the others."""
     rng = np.random.default_rng(seed)
     pointers = set(pointer_params(kernel))
+    functions = function_params(kernel)
     textures = texture_params(kernel)
     references = texture_refs(kernel)
     types = {name: type_ for name, type_, _, _ in kernel.attrs.get("params", ())}
     sizes = {name: size for name, _, size, _ in kernel.attrs.get("params", ())}
     launches = []
-    for grid, block, fill in shapes:
+    for index, (grid, block, fill) in enumerate(shapes):
         args: dict[str | int, object] = {}
         for name in kernel.params:
             type_ = types.get(name, "")
-            if name in textures:
+            if name in functions:
+                args[name] = functions[name][index % len(functions[name])]
+            elif name in textures:
                 args[name] = synthesized_texture(rng, textures[name], fill)
             elif name in pointers:
                 args[name] = _fill(rng, fill, buffer_bytes)

@@ -4,7 +4,7 @@ stale, stopped or gone."""
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import os
 import shutil
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import gpudiv.cli.daemon as daemon_module
+from gpudiv.analyses.solve import rules_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = str(ROOT / "samples" / "cuda" / "vector_ops.O3.ptx")
@@ -55,26 +56,37 @@ def served(socket: str) -> int:
     return int(status.stdout.split("commands served: ")[1].split(",")[0])
 
 
-@pytest.fixture
-def package_lock():
-    """Shared while a test's daemon runs; the stale test edits the package's time stamps,
-    which stops every daemon of this installation, so it takes the lock alone (the tests
-    may run in parallel workers)."""
-    with open(os.path.join(tempfile.gettempdir(), "gpudiv-daemon-tests.lock"), "a") as lock:
-        yield lock
-
-
-@pytest.fixture
-def running(socket_folder, package_lock):
-    """A daemon listening at a fresh socket; stopped afterwards."""
-    fcntl.flock(package_lock, fcntl.LOCK_SH)
-    socket = os.path.join(socket_folder, "d.sock")
+@contextlib.contextmanager
+def daemon_in(folder: str, **env: str):
+    """A daemon listening in `folder` (started with `env` added to the environment),
+    stopped afterwards."""
+    socket = os.path.join(folder, "d.sock")
     started = gpudiv(["daemon", "start", "--socket", socket, "--idle-timeout", "300"], "/",
-                     None)
+                     None, **env)
     assert started.returncode == 0, started.stdout + started.stderr
     assert started.stdout.startswith("gpudiv daemon: running, pid ")
-    yield socket
-    gpudiv(["daemon", "stop", "--socket", socket], "/", None)
+    try:
+        yield socket
+    finally:
+        gpudiv(["daemon", "stop", "--socket", socket], "/", None, **env)
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """One daemon for the tests that only run commands through it."""
+    folder = tempfile.mkdtemp(prefix="gd", dir="/tmp")
+    try:
+        with daemon_in(folder) as socket:
+            yield socket
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def running(socket_folder):
+    """A daemon of the test's own (one it stops)."""
+    with daemon_in(socket_folder) as socket:
+        yield socket
 
 
 def without_timing(text: str) -> dict:
@@ -93,48 +105,56 @@ def without_timing(text: str) -> dict:
     ["--help"],
     ["rules"],
 ], ids=["report", "missing-file", "usage-error", "help", "rules"])
-def test_same_output_and_status_as_its_own_process(running, tmp_path, args):
-    before = served(running)
+def test_same_output_and_status_as_its_own_process(shared, tmp_path, args):
+    before = served(shared)
     here = gpudiv(args, tmp_path, None)
-    there = gpudiv(args, tmp_path, running)
+    there = gpudiv(args, tmp_path, shared)
     assert (there.returncode, there.stdout, there.stderr) == \
         (here.returncode, here.stdout, here.stderr)
     assert "Traceback" not in there.stderr
-    assert served(running) == before + 1
+    assert served(shared) == before + 1
 
 
-def test_files_are_written_in_the_clients_folder(running, tmp_path):
+def test_files_are_written_in_the_clients_folder(shared, tmp_path):
     args = ["analyze", "--analysis", "affine2", SAMPLE, "--format", "json", "-o"]
     assert gpudiv([*args, "here.json"], tmp_path, None).returncode == 0
-    there = gpudiv([*args, "there.json"], tmp_path, running)
+    there = gpudiv([*args, "there.json"], tmp_path, shared)
     assert there.returncode == 0, there.stderr
     assert without_timing((tmp_path / "there.json").read_text()) == \
         without_timing((tmp_path / "here.json").read_text())
 
 
-def test_the_clients_environment_reaches_the_command(running, tmp_path):
+def test_the_clients_environment_reaches_the_command(shared, tmp_path):
     rules = tmp_path / "mine.lp"
     rules.write_text("seen(V) :- var(V, _).\n#show seen/1.\n")
     args = ["solve", SAMPLE, "--rules", "mine.lp"]
     here = gpudiv(args, tmp_path, None, COLUMNS="50")
-    there = gpudiv(args, tmp_path, running, COLUMNS="50")
+    there = gpudiv(args, tmp_path, shared, COLUMNS="50")
     assert there.returncode == here.returncode == 0, there.stderr
     assert there.stdout == here.stdout
 
 
-def test_a_stale_daemon_steps_aside_and_stops(running, tmp_path, package_lock):
-    fcntl.flock(package_lock, fcntl.LOCK_EX)  # no other test's daemon runs from here on
-    module = Path(daemon_module.__file__)
-    before = module.stat()
-    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-    try:
-        there = gpudiv(["analyze", "--analysis", "simple", SAMPLE], tmp_path, running)
-    finally:
-        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert there.returncode == 0 and "kernel vec_add" in there.stdout
-    assert not os.path.exists(running)  # ran in its own process; the daemon went away
-    status = gpudiv(["daemon", "status", "--socket", running], "/", None)
-    assert status.returncode == 2 and "not running" in status.stdout
+def test_a_stale_daemon_steps_aside_and_stops(socket_folder, tmp_path):
+    # A copy of the package of its own, first on the path, whose module this test edits
+    # (editing the installed one would stop every other test's daemon).
+    package = Path(daemon_module.__file__).parents[1]
+    copy = tmp_path / "site" / "gpudiv"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    if not (copy / "rules").exists():  # an editable install maps gpudiv.rules elsewhere
+        shutil.copytree(rules_dir(), copy / "rules",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(copy.parent)}
+    with daemon_in(socket_folder, **env) as socket:
+        same = gpudiv(["analyze", "--analysis", "simple", SAMPLE], tmp_path, socket, **env)
+        assert same.returncode == 0 and served(socket) == 1
+        module = copy / "cli" / "daemon.py"
+        module.write_text(module.read_text() + "\n# edited\n")
+        there = gpudiv(["analyze", "--analysis", "simple", SAMPLE], tmp_path, socket, **env)
+        assert there.returncode == 0 and "kernel vec_add" in there.stdout
+        assert not os.path.exists(socket)  # ran in its own process; the daemon went away
+        status = gpudiv(["daemon", "status", "--socket", socket], "/", None, **env)
+        assert status.returncode == 2 and "not running" in status.stdout
+        assert "changed" in Path(socket + ".log").read_text()
 
 
 def test_stop_then_commands_run_in_their_own_process(running, tmp_path):
@@ -156,13 +176,15 @@ def test_a_socket_nobody_listens_on_is_ignored(socket_folder, tmp_path):
     assert done.returncode == 0 and "kernel vec_add" in done.stdout
 
 
-def test_start_twice_and_status(running):
-    again = gpudiv(["daemon", "start", "--socket", running], "/", None)
+def test_start_twice_and_status(shared):
+    again = gpudiv(["daemon", "start", "--socket", shared], "/", None)
     assert again.returncode == 0 and "already running" in again.stdout
-    status = gpudiv(["daemon", "status", "--socket", running], "/", None)
-    assert status.stdout.strip().endswith("commands served: 0, running now: 0")
+    status = gpudiv(["daemon", "status", "--socket", shared], "/", None).stdout.strip()
+    assert status.startswith("gpudiv daemon: running, pid ") and f"({shared})" in status
+    assert status.endswith(", running now: 0") and "commands served: " in status
 
 
+@pytest.mark.slow
 def test_idle_daemon_stops_by_itself(socket_folder):
     socket = os.path.join(socket_folder, "idle.sock")
     started = gpudiv(["daemon", "start", "--socket", socket, "--idle-timeout", "0.5"], "/",
@@ -183,7 +205,8 @@ def test_an_unbindable_socket_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_reaches_the_command(running, tmp_path):
+def test_ctrl_c_reaches_the_command(shared, tmp_path):
+    running = shared
     environment = {**os.environ, "GPUDIV_DAEMON_SOCKET": running}
     environment.pop("GPUDIV_NO_DAEMON", None)
     client = subprocess.Popen(

@@ -124,3 +124,31 @@ def test_calls_run_as_calls_give_the_buffers_inlining_gives(capsys, tmp_path, ke
             for mode in ("inline", "call")]
     assert runs[0][0] == runs[1][0] == 0
     assert runs[0][1] == runs[1][1] and any(any(b) for b in runs[0][1].values())
+
+
+LEGACY = str(Path(__file__).parents[2] / "samples" / "ptx_legacy" / "nvopencc40_ptx22_sm20.ptx")
+
+
+def run_apply_fp(capsys, tmp_path: Path, function: str, *args: str
+                 ) -> tuple[int, dict, list[str]]:
+    return run_buffers(capsys, tmp_path, LEGACY, "apply_fp", "--block", "32", "--arg",
+                       function, "--arg", "out=s32[32]:zeros", "--arg", "s32:7", *args)
+
+
+def test_a_function_pointer_argument_names_a_function_of_the_file(capsys, tmp_path):
+    code, buffers, errors = run_apply_fp(capsys, tmp_path, "&_Z6squarei")
+    assert code == 0 and errors == []
+    assert buffers["out"] == [49] * 32
+
+
+@pytest.mark.parametrize(("function", "args", "message"), [
+    ("&nope", [], "no function 'nope' in this file's functions (_Z6squarei, _Z8clamp_toii)"),
+    ("&_Z6squarei", ["--calls", "inline"],
+     "a function pointer, but kernel apply_fp runs with its calls inlined (run it with "
+     "--calls call)"),
+])
+def test_a_function_pointer_argument_that_cannot_be_passed_is_one_line(
+        capsys, tmp_path, function, args, message):
+    code, _, errors = run_apply_fp(capsys, tmp_path, function, *args)
+    assert code == 2 and len(errors) == 1
+    assert errors[0].endswith(message)

@@ -20,8 +20,10 @@ import pytest
 from gpudiv import api, ir
 from gpudiv.interp import packed_half
 from gpudiv.interp.ptx import PtxExecutionError, PtxLaunch, run_ptx_kernel
-from gpudiv.interp.ptx_synthesis import pointer_params, synthesize_launches
-from gpudiv.lang.load import load
+from gpudiv.interp.ptx_calls import executable_form
+from gpudiv.interp.ptx_memory import function_addresses
+from gpudiv.interp.ptx_synthesis import function_params, pointer_params, synthesize_launches
+from gpudiv.lang.load import load, parse_text
 from gpudiv.lang.ptx.parse import parse_ptx
 from gpudiv.verify.oracle import ptx_launches
 
@@ -600,10 +602,6 @@ NOT_EXECUTABLE: dict[tuple[str, str], str] = {
 # T9 (samples/cuda/deadlock_cases.cu): a barrier on each side of a divergent branch.
 NOT_EXECUTABLE |= {(f"deadlock_cases.{build}.ptx", "divergent_barrier"): "barrier in divergent"
                    for build in VARIANTS}
-# A call through a function pointer the launch passes: the synthesised number names no
-# function (function_pointers.cu's pointers, found in memory, run).
-NOT_EXECUTABLE[("nvopencc40_ptx22_sm20.ptx", "apply_fp")] = ("which is no function of this "
-                                                             "file")
 
 
 def _fast_loop_runs_optimised_builds(paths: list[Path]) -> list:
@@ -714,6 +712,79 @@ def test_every_pointer_parameter_of_the_samples_is_found():
     assert pointer_params(kernel) == [kernel.params[0], kernel.params[2], kernel.params[3]]
     kernel = program(CUDA / "grid_stride.G.ptx").kernel("gs_saxpy")  # `long long n` is not
     assert pointer_params(kernel) == kernel.params[2:]
+
+
+TWO_FUNCTIONS = """
+.version 7.0
+.target sm_80
+.address_size 64
+.func (.param .b32 r) twice(.param .b32 x)
+{
+    .reg .b32 %v;
+    ld.param.b32 %v, [x];
+    add.s32 %v, %v, %v;
+    st.param.b32 [r], %v;
+    ret;
+}
+.func (.param .b32 r) plus_one(.param .b32 x)
+{
+    .reg .b32 %v;
+    ld.param.b32 %v, [x];
+    add.s32 %v, %v, 1;
+    st.param.b32 [r], %v;
+    ret;
+}
+.func (.param .b32 r) sum(.param .b32 x, .param .b32 y)
+{
+    .reg .b32 %v<3>;
+    ld.param.b32 %v1, [x];
+    ld.param.b32 %v2, [y];
+    add.s32 %v1, %v1, %v2;
+    st.param.b32 [r], %v1;
+    ret;
+}
+.visible .entry apply(.param .u64 f, .param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [f];
+    ld.param.u64 %rd2, [out];
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    {
+    .param .b32 a;
+    .param .b32 b;
+    st.param.b32 [a], %r1;
+    proto: .callprototype (.param .b32 _) _ (.param .b32 _);
+    call (b), %rd1, (a), proto;
+    ld.param.b32 %r2, [b];
+    }
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r2;
+    ret;
+}
+"""
+
+
+def test_a_function_pointer_parameter_gets_each_function_of_its_prototype_in_turn():
+    kernel = parse_text(TWO_FUNCTIONS, "two.ptx", "ptx").kernel("apply")
+    kept = executable_form(kernel, "two.ptx")
+    addresses = function_addresses(kept)
+    assert function_params(kernel) == {"f": [addresses["twice"], addresses["plus_one"]]}
+    passed = [launch.args["f"] for launch in synthesize_launches(kernel, 0)]
+    assert passed == [addresses[f] for f in ("twice", "plus_one") * 3][:len(passed)]
+    assert "out" in pointer_params(kernel)
+
+
+def test_the_legacy_function_pointer_kernel_runs_under_check():
+    """nvopencc's `apply_fp(int (*f)(int), int *out, int k)`: the launches pass the one
+    function of the file whose prototype fits (`square`, not two-argument `clamp_to`)."""
+    path = ROOT / "samples" / "ptx_legacy" / "nvopencc40_ptx22_sm20.ptx"
+    kernel = program(path).kernel("apply_fp")
+    square = function_addresses(executable_form(kernel, str(path)))["_Z6squarei"]
+    assert function_params(kernel) == {"__cudaparm_apply_fp_f": [square]}
+    assert function_params(program(CUDA / "vector_ops.O3.ptx").kernel("vec_add")) == {}
 
 
 def test_check_shapes_include_partial_warps_and_2d_blocks():
