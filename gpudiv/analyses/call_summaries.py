@@ -372,6 +372,27 @@ class _Run:
             self.analysed[key] = result
 
 
+def any_caller_results(reader: FunctionReader, analysis: str, functions: list[str]
+                       ) -> dict[str, KernelResult]:
+    """Each of `functions` (with a body and a summary) analysed on its own in the context
+    that covers every call of it: every input divergent and possibly pointing into the
+    caller's stack frame. Its claims hold in every activation, however deep (what the
+    oracle checks activations without an inlined copy against: recursion). A function
+    the rules fail on is left out."""
+    summaries, lowered = summarise(reader)
+    names = [f for f in functions if f in lowered and summaries.get(f) is not None]
+    variants = []
+    for function in names:
+        inputs = frozenset(summaries[function].inputs)
+        variants.append(_in_context(lowered[function], Context(inputs, inputs)))
+    found = {}
+    for function, result in zip(names, get_analysis(analysis).run(variants), strict=True):
+        if not isinstance(result, RuleError):
+            result.name = f"{function}(any caller)"
+            found[function] = result
+    return found
+
+
 def site_values(result: KernelResult, contexts: dict[tuple[str, Context], FunctionContext],
                 summaries: dict[str, CallSummary | None]
                 ) -> dict[tuple[int, int], dict[Slot, tuple]]:

@@ -20,6 +20,13 @@ inlined kernel the analysis saw, are checked on that run:
 
 The wrapped observer (the oracle's `ClaimObserver`) sees the inlined kernel's
 instruction ids and register names, as when the inlined kernel runs.
+
+An activation deeper than inlining went (a recursive call) is checked against the claims
+of its function analysed on its own in the context that covers every caller
+(`call_summaries.any_caller_results`: every input divergent and possibly pointing into
+the caller's frame), matched instruction by instruction the same way; an observer of the
+wrapped one's kind checks those claims, and its uses and violations are added to the
+wrapped one's when the run ends.
 """
 
 from __future__ import annotations
@@ -29,8 +36,11 @@ from collections.abc import Callable
 import numpy as np
 
 from gpudiv import ir
+from gpudiv.analyses.call_summaries import any_caller_results
+from gpudiv.analyses.results import KernelResult
 from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
 from gpudiv.interp.ptx_calls import CALL_OPERATORS, executable_form
+from gpudiv.lang.ptx.functions import FunctionReader
 from gpudiv.verify.call_projection import _frames, _key
 
 
@@ -42,6 +52,17 @@ class _Twin:
     def __init__(self, instr: ir.Instruction, names: dict[str, str]) -> None:
         self.id = instr.id
         self.names = names
+
+
+def _matched(instr: ir.Instruction, twin: ir.Instruction | None) -> _Twin | None:
+    """`twin` as the counterpart of `instr`, when it reads as many operands with the same
+    operator."""
+    if twin is None or twin.operator != instr.operator or len(twin.reads) != len(instr.reads):
+        return None
+    names = {mine.name: theirs.name for mine, theirs in zip(twin.reads, instr.reads,
+                                                           strict=True)
+             if isinstance(mine, ir.Var) and isinstance(theirs, ir.Var)}
+    return _Twin(twin, names)
 
 
 def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _Twin]:
@@ -64,15 +85,50 @@ def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _
             if instr.operator in CALL_OPERATORS:
                 continue
             for suffix in suffixes.get(unit, ()):
-                twin = by_key.get((suffix, *key))
-                if twin is None or twin.operator != instr.operator \
-                        or len(twin.reads) != len(instr.reads):
-                    continue
-                names = {mine.name: theirs.name for mine, theirs
-                         in zip(twin.reads, instr.reads, strict=True)
-                         if isinstance(mine, ir.Var) and isinstance(theirs, ir.Var)}
-                twins[(suffix, instr.id)] = _Twin(twin, names)
+                twin = _matched(instr, by_key.get((suffix, *key)))
+                if twin is not None:
+                    twins[(suffix, instr.id)] = twin
     return twins
+
+
+def _unit_twins(unit: ir.Kernel, alone: ir.Kernel) -> dict[int, _Twin]:
+    """Id of an instruction of a function as the run lowers it → its twin in the same
+    function lowered on its own (`FunctionReader.lower`)."""
+    seen: dict[tuple, int] = {}
+    by_key = {_key(i, seen, ""): i for i in alone.instructions()}
+    unit_seen: dict[tuple, int] = {}
+    twins = {}
+    for instr in unit.instructions():
+        key = _key(instr, unit_seen, "")
+        if instr.operator not in CALL_OPERATORS:
+            twin = _matched(instr, by_key.get(key))
+            if twin is not None:
+                twins[instr.id] = twin
+    return twins
+
+
+class DeepClaims:
+    """The claims for activations without an inlined copy, per function, found when
+    first needed: (its result in the context that covers every caller, twins)."""
+
+    def __init__(self, executable: ir.Kernel, inlined: ir.Kernel) -> None:
+        self.executable = executable
+        self.text = inlined.attrs.get("ptx_text")
+        self.found: dict[tuple[str, str], tuple[KernelResult, dict[int, _Twin]] | None] = {}
+
+    def of(self, function: str, analysis: str
+           ) -> tuple[KernelResult, dict[int, _Twin]] | None:
+        """The claims of `function` under `analysis` (None: it cannot be analysed)."""
+        key = (function, analysis)
+        if key not in self.found:
+            self.found[key] = None
+            if self.text is not None:
+                reader = FunctionReader(str(self.text), "<kernel>")
+                result = any_caller_results(reader, analysis, [function]).get(function)
+                unit = self.executable.attrs.get("functions", {}).get(function)
+                if result is not None and unit is not None:
+                    self.found[key] = (result, _unit_twins(unit, result.ssa.cfg.kernel))
+        return self.found[key]
 
 
 class CallsObserver:
@@ -80,10 +136,20 @@ class CallsObserver:
     wrapped observer the run as the inlined kernel's."""
 
     def __init__(self, inner, executable: ir.Kernel, inlined: ir.Kernel,
-                 twins: dict[tuple[str, int], _Twin]) -> None:
+                 twins: dict[tuple[str, int], _Twin], deep: DeepClaims | None = None
+                 ) -> None:
         self.inner = inner
         self.twins = twins
         self.kernel_ids = {i.id for i in executable.instructions()}
+        self.unit_of = {i.id: name for name, unit in
+                        executable.attrs.get("functions", {}).items()
+                        for i in unit.instructions()}
+        # Activations deeper than inlining: checked by an observer of the inner one's kind
+        # (the oracle's: it has the result and the launch) per function.
+        result = getattr(inner, "result", None)
+        self.deep = deep if result is not None and hasattr(inner, "config") else None
+        self.analysis = getattr(result, "analysis", None)
+        self.deep_observers: dict[str, tuple[object, dict[int, _Twin]] | None] = {}
         # The call site each call instruction stands for: (line, column).
         units = [executable, *executable.attrs.get("functions", {}).values()]
         self.sites = {i.id: (i.loc.line, i.loc.column) for unit in units
@@ -131,18 +197,50 @@ class CallsObserver:
             suffix = self.suffixes[int(self._lanes(active)[active[0]])]
         return None if suffix is None else self.twins.get((suffix, instruction))
 
+    def _deep(self, instruction: int, active: np.ndarray) -> tuple[object, _Twin] | None:
+        """The observer and twin of an instruction of an activation without an inlined
+        copy (None: not such an activation, or its function has no claims)."""
+        if self.deep is None or instruction in self.kernel_ids or \
+                self.suffixes[int(self._lanes(active)[active[0]])] is not None:
+            return None
+        function = self.unit_of[instruction]
+        if function not in self.deep_observers:
+            claims = self.deep.of(function, self.analysis)
+            self.deep_observers[function] = None if claims is None else \
+                (type(self.inner)(claims[0], self.inner.config), claims[1])
+        found = self.deep_observers[function]
+        twin = None if found is None else found[1].get(instruction)
+        return None if twin is None else (found[0], twin)
+
     def before(self, warp: int, instruction: int, active: np.ndarray,
                read: Callable[[str], np.ndarray]) -> None:
         twin = self._twin(instruction, active)
-        if twin is not None:
-            names = twin.names
-            self.inner.before(warp, twin.id, active, lambda name: read(names.get(name, name)))
+        observer = self.inner
+        if twin is None:
+            deep = self._deep(instruction, active)
+            if deep is None:
+                return
+            observer, twin = deep
+        names = twin.names
+        observer.before(warp, twin.id, active, lambda name: read(names.get(name, name)))
 
     def branch(self, warp: int, instruction: int, active: np.ndarray,
                jumps: np.ndarray) -> None:
         twin = self._twin(instruction, active)
-        if twin is not None:
-            self.inner.branch(warp, twin.id, active, jumps)
+        observer = self.inner
+        if twin is None:
+            deep = self._deep(instruction, active)
+            if deep is None:
+                return
+            observer, twin = deep
+        observer.branch(warp, twin.id, active, jumps)
+
+    def finish(self) -> None:
+        """Add the deep activations' uses and violations to the wrapped observer's."""
+        for found in self.deep_observers.values():
+            if found is not None:
+                self.inner.uses_checked += found[0].uses_checked
+                self.inner.violations.extend(found[0].violations)
 
 
 _RUNNERS: dict[int, tuple[ir.Kernel, Callable]] = {}  # the last kernels run as calls
@@ -175,10 +273,15 @@ def calls_runner(executable: ir.Kernel, inlined: ir.Kernel, run: Callable) -> Ca
     """A `run(kernel, launch, observer)` for the oracle that runs `executable` (the
     kernel with its calls kept) for the inlined kernel the claims are about."""
     twins = _twins(executable, inlined)
+    deep = DeepClaims(executable, inlined)
 
     def run_as_calls(kernel: ir.Kernel, launch, observer=None, trace=None,
                      run: Callable = run):
-        wrapped = None if observer is None else CallsObserver(observer, executable, inlined,
-                                                              twins)
-        return run(executable, launch, wrapped, trace)
+        if observer is None:
+            return run(executable, launch, None, trace)
+        wrapped = CallsObserver(observer, executable, inlined, twins, deep)
+        try:
+            return run(executable, launch, wrapped, trace)
+        finally:
+            wrapped.finish()
     return run_as_calls

@@ -10,6 +10,7 @@ import pytest
 
 from gpudiv import api
 from gpudiv.analyses.stack_slots import original
+from gpudiv.verify import call_runs
 from gpudiv.verify.call_runs import _twins, run_ptx_any
 from gpudiv.verify.oracle import check_kernel, ptx_launches
 
@@ -48,6 +49,36 @@ def test_a_wrong_claim_inside_an_inlined_recursive_call_is_caught():
     inlined = original(result.ssa.cfg.kernel)
     report = check_kernel(careless, ptx_launches(inlined, 0, result.block), run=run_ptx_any)
     assert any(v.source == wrong.source for v in report.violations)
+
+
+def test_activations_deeper_than_inlining_are_checked_against_the_function_alone(
+        monkeypatch):
+    """fib's recursive activations have no inlined copy: they are checked against fib
+    analysed on its own for any caller. A divergent register of that analysis claimed
+    uniform is caught there, and only there: the inlined copies are not touched."""
+    path = RECURSION[0]
+    result = api.analyze(path, "simple").kernel("fib_per_thread")
+    inlined = original(result.ssa.cfg.kernel)
+    launches = ptx_launches(inlined, 0, result.block)
+    honest = check_kernel(result, launches, run=run_ptx_any)
+    assert honest.violations == []
+    alone = call_runs.any_caller_results
+
+    def careless(reader, analysis, functions):
+        found = alone(reader, analysis, functions)
+        for function, claims in found.items():
+            wrong = next(v for v in claims.variables
+                         if v.klass == "divergent" and v.source.startswith("%r"))
+            found[function] = replace(claims, variables=[
+                replace(v, klass="uniform") if v is wrong else v for v in claims.variables])
+        return found
+
+    monkeypatch.setattr(call_runs, "any_caller_results", careless)
+    call_runs._RUNNERS.clear()
+    report = check_kernel(result, launches, run=run_ptx_any)
+    assert report.violations and {v.kernel for v in report.violations} == \
+        {"_Z3fibi(any caller)"}
+    call_runs._RUNNERS.clear()
 
 
 def test_a_kernel_read_from_text_is_checked_too():
