@@ -1,11 +1,12 @@
 """`gpudiv random`: write the random programs of the property tests, to check them by hand.
 
 `gpudiv random [--seed N] [--count C] [--statements S] [--cycles | --unstructured]
-[--ptx [--calls]] [-o DIR]` prints the μ-SIMD (or, with `--ptx`, PTX) text of the
+[--ptx [--calls [--recursive]]] [-o DIR]` prints the μ-SIMD (or, with `--ptx`, PTX) text of the
 program of seed N (`gpudiv.verify.randprog.random_program`,
 `gpudiv.verify.randptx.random_ptx`; `--calls`: some operations through device functions,
-called as nvcc's -G builds call them); with `-o DIR` it writes programs N … N+C-1 to
-`DIR/rand_SEED.musimd` (`.ptx`), ready for `gpudiv check DIR`. The property tests in
+called as nvcc's -G builds call them; `--recursive`: `*` by a recursive one); with `-o
+DIR` it writes programs N … N+C-1 to `DIR/rand_SEED.musimd` (`.ptx`), ready for `gpudiv
+check DIR`. The property tests in
 tests/verify/test_oracle_cycles.py draw the same programs (seed, statements), so a
 failing example can be written out and inspected.
 """
@@ -27,9 +28,9 @@ def kernel_name(seed: int) -> str:
 
 
 def program_text(seed: int, statements: int, mode: str, ptx: bool,
-                 calls: bool = False) -> str:
+                 calls: bool | str = False) -> str:
     """The text of one random kernel `rand_SEED(n, k)` in the chosen mode and language
-    (`calls`: PTX with device functions)."""
+    (`calls`: PTX with device functions; `"recursive"`: one of them recursive)."""
     name = kernel_name(seed)
     cycles, unstructured = mode == "cycles", mode == "unstructured"
     if ptx:
@@ -40,7 +41,7 @@ def program_text(seed: int, statements: int, mode: str, ptx: bool,
 
 
 def write_programs(folder: Path, seeds: range, statements: int, mode: str,
-                   ptx: bool, calls: bool = False) -> list[Path]:
+                   ptx: bool, calls: bool | str = False) -> list[Path]:
     """Write one file per seed into `folder` (created if needed); returns the paths."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -65,15 +66,17 @@ def cmd_random(args: argparse.Namespace) -> int:
         raise CommandError("gpudiv random: error: --statements must be at least 1")
     if args.calls and not args.ptx:
         raise CommandError("gpudiv random: error: --calls needs --ptx (μ-SIMD has no calls)")
+    if args.recursive and not args.calls:
+        raise CommandError("gpudiv random: error: --recursive needs --calls")
+    calls = "recursive" if args.recursive else args.calls
     mode = "cycles" if args.cycles else "unstructured" if args.unstructured else "structured"
     if args.output is None:
         if args.count != 1:
             raise CommandError("gpudiv random: error: --count needs -o DIR")
-        sys.stdout.write(program_text(args.seed, args.statements, mode, args.ptx, args.calls))
+        sys.stdout.write(program_text(args.seed, args.statements, mode, args.ptx, calls))
         return EXIT_OK
     seeds = range(args.seed, args.seed + args.count)
-    paths = write_programs(Path(args.output), seeds, args.statements, mode, args.ptx,
-                           args.calls)
+    paths = write_programs(Path(args.output), seeds, args.statements, mode, args.ptx, calls)
     print(f"{len(paths)} programs written to {args.output}")
     return EXIT_OK
 
@@ -95,5 +98,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--calls", action="store_true",
                         help="PTX: min, max, *, < and tid through device functions, called "
                              "as nvcc -G calls them (the front end inlines them)")
+    parser.add_argument("--recursive", action="store_true",
+                        help="with --calls: * through a recursive device function, whose "
+                             "activations go deeper than inlining (run as calls)")
     parser.add_argument("-o", "--output", metavar="DIR", help="write files rand_SEED.* here")
     parser.set_defaults(handler=cmd_random)

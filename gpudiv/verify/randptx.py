@@ -33,6 +33,12 @@ is the position of the multiplier's highest bit, a divergent loop exit when the 
 differs between lanes), `<` (`gd_lt`: 1 or 0 from two `ret`s) and `tid` (`gd_tid`: the
 function reads `%tid.x` itself). Each computes exactly what the instruction it replaces
 computes, so the kernel still behaves as the μ-SIMD program.
+
+With `calls="recursive"`, `*` calls `gd_mulr` instead: shift-and-add by recursion
+(a·b = 2a·(b >> 1) + (b odd ? a : 0), 0 when b is 0; as deep as the position of b's
+highest bit, at most 33 activations), which keeps `a` in a `.local` frame across its
+recursive call. Inlining stops at the recursive call, so the kernel runs with its calls
+as calls and its deeper activations are checked against `gd_mulr` analysed on its own.
 """
 
 from __future__ import annotations
@@ -118,6 +124,38 @@ $L_gd_mul_done:
 $L_gd_lt_true:
 \tst.param.b32 [func_retval0], 1;
 \tret;"""),
+    "gd_mulr": (2, (), """\t.local .align 4 .b8 __local_depot_mulr[4];
+\t.reg .b64 %SPL;
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<8>;
+\tmov.u64 %SPL, __local_depot_mulr;
+\tld.param.u32 %r1, [gd_mulr_param_0];
+\tld.param.u32 %r2, [gd_mulr_param_1];
+\tsetp.eq.s32 %p1, %r2, 0;
+\t@%p1 bra $L_gd_mulr_zero;
+\tst.local.u32 [%SPL], %r1;
+\tshl.b32 %r3, %r1, 1;
+\tshr.u32 %r4, %r2, 1;
+\t{
+\t.param .b32 param0;
+\tst.param.b32 [param0], %r3;
+\t.param .b32 param1;
+\tst.param.b32 [param1], %r4;
+\t.param .b32 retval0;
+\tcall.uni (retval0), gd_mulr, (param0, param1);
+\tld.param.b32 %r5, [retval0];
+\t}
+\tand.b32 %r6, %r2, 1;
+\tsetp.eq.s32 %p2, %r6, 0;
+\t@%p2 bra $L_gd_mulr_even;
+\tld.local.u32 %r7, [%SPL];
+\tadd.s32 %r5, %r5, %r7;
+$L_gd_mulr_even:
+\tst.param.b32 [func_retval0], %r5;
+\tret;
+$L_gd_mulr_zero:
+\tst.param.b32 [func_retval0], 0;
+\tret;"""),
     "gd_tid": (0, (), """\t.reg .b32 %r<2>;
 \tmov.u32 %r1, %tid.x;
 \tst.param.b32 [func_retval0], %r1;
@@ -125,15 +163,17 @@ $L_gd_lt_true:
 }
 # The operators (and special register) `calls=True` computes by calling a device function.
 CALLED = {"min": "gd_min", "max": "gd_max", "*": "gd_mul", "<": "gd_lt", "tid": "gd_tid"}
+RECURSIVE_CALLED = {**CALLED, "*": "gd_mulr"}
 
 
 class _Translator:
     """Emits the PTX of one μ-SIMD kernel; registers are numbered as they are needed."""
 
-    def __init__(self, kernel: ir.Kernel, name: str, calls: bool = False) -> None:
+    def __init__(self, kernel: ir.Kernel, name: str, calls: bool | str = False) -> None:
         self.kernel = kernel
         self.name = name
-        self.calls = calls
+        self.calls = bool(calls)
+        self.called_for = RECURSIVE_CALLED if calls == "recursive" else CALLED
         self.called: set[str] = set()  # the device functions the kernel calls
         self.body: list[str] = []
         self.registers: dict[str, str] = {}
@@ -161,8 +201,8 @@ class _Translator:
             return self.register(operand.name)
         if isinstance(operand, ir.Const) and immediate:
             return str(operand.value)
-        if self.calls and isinstance(operand, ir.Special) and operand.name in CALLED:
-            return self.call(CALLED[operand.name], [])
+        if self.calls and isinstance(operand, ir.Special) and operand.name in self.called_for:
+            return self.call(self.called_for[operand.name], [])
         temporary = self.fresh("r")
         source = (SPECIAL_REGISTERS[operand.name] if isinstance(operand, ir.Special)
                   else str(operand))
@@ -210,9 +250,9 @@ class _Translator:
         """Copies, unary and binary operators."""
         dest = self.register(instr.dest or "")
         operator = instr.operator or "copy"
-        if self.calls and operator in CALLED and len(instr.args) == 2:
+        if self.calls and operator in self.called_for and len(instr.args) == 2:
             left, right = self.value(instr.args[0], False), self.value(instr.args[1], False)
-            self.call(CALLED[operator], [left, right], dest)
+            self.call(self.called_for[operator], [left, right], dest)
         elif operator == "copy":
             self.emit(f"mov.u32 {dest}, {self.value(instr.args[0])}")
         elif len(instr.args) == 1:
@@ -354,16 +394,18 @@ def _maybe_read_first(kernel: ir.Kernel) -> set[str]:
     return (every - written) | read_first
 
 
-def musimd_to_ptx(kernel: ir.Kernel, name: str | None = None, calls: bool = False) -> str:
+def musimd_to_ptx(kernel: ir.Kernel, name: str | None = None,
+                  calls: bool | str = False) -> str:
     """The PTX module of one parsed μ-SIMD kernel (see the module doc for the mapping;
-    `calls`: some operations through device functions)."""
+    `calls`: some operations through device functions, `"recursive"`: `*` by recursion)."""
     return _Translator(kernel, name or kernel.name, calls).text()
 
 
 def random_ptx(seed: int, statements: int = 20, *, max_depth: int = 3, cycles: bool = True,
-               unstructured: bool = False, name: str = "rand", calls: bool = False) -> str:
+               unstructured: bool = False, name: str = "rand", calls: bool | str = False
+               ) -> str:
     """The PTX of one random terminating kernel `NAME(n, k)` (module doc; `calls`: some
-    operations through device functions)."""
+    operations through device functions, `"recursive"`: `*` by recursion)."""
     text = random_program(seed, statements, max_depth=max_depth, cycles=cycles,
                           unstructured=unstructured, name=name)
     program = parse_musimd(text, f"{name}.musimd")

@@ -22,7 +22,8 @@ def test_prints_the_program_of_a_seed(capsys):
 
 
 @pytest.mark.parametrize(("language", "extra"), [("musimd", []), ("ptx", ["--ptx"]),
-                                               ("ptx", ["--ptx", "--calls"])])
+                                               ("ptx", ["--ptx", "--calls"]),
+                                               ("ptx", ["--ptx", "--calls", "--recursive"])])
 def test_written_programs_check_without_violation(capsys, tmp_path, language, extra):
     code, out, _ = run_cli(capsys, "random", "--seed", "5", "--count", "3", "--cycles",
                            "-o", str(tmp_path / "out"), *extra)
@@ -39,6 +40,7 @@ def test_written_programs_check_without_violation(capsys, tmp_path, language, ex
     (["--count", "2"], "gpudiv random: error: --count needs -o DIR"),
     (["--statements", "0"], "gpudiv random: error: --statements must be at least 1"),
     (["--calls"], "gpudiv random: error: --calls needs --ptx (μ-SIMD has no calls)"),
+    (["--ptx", "--recursive"], "gpudiv random: error: --recursive needs --calls"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, args, message):
     code, out, err = run_cli(capsys, "random", *args)

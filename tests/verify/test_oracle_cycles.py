@@ -21,6 +21,7 @@ from gpudiv.interp.musimd import ExecutionError, run_kernel
 from gpudiv.interp.ptx import PtxExecutionError, run_ptx_kernel
 from gpudiv.interp.ptx_synthesis import synthesize_launches
 from gpudiv.lang.load import parse_text
+from gpudiv.verify.call_runs import run_ptx_any
 from gpudiv.verify.oracle import ClaimObserver, random_launches
 from gpudiv.verify.randprog import random_program
 from gpudiv.verify.randptx import random_ptx
@@ -74,7 +75,11 @@ def violations(text: str, language: str, seed: int,
     for config in launches:
         observers = {name: ClaimObserver(k, config) for name, k in kernels.items()}
         try:
-            run(kernel, config, observer=_All(list(observers.values())))
+            if kernel.attrs.get("calls_not_inlined"):  # recursion: it runs as calls, and
+                for observer in observers.values():  # each observer checks deep activations
+                    run_ptx_any(kernel, config, observer=observer)
+            else:
+                run(kernel, config, observer=_All(list(observers.values())))
         except failure as error:
             # Deep nests of divergent cycles may run past the step budget; the claims
             # were checked up to there. Any other fault is a bug of the generator.
@@ -129,6 +134,16 @@ def test_ptx_programs_with_calls(seed, statements):
     assert_sound(random_ptx(seed, statements, calls=True), "ptx", seed)
 
 
+@pytest.mark.slow
+@settings(PROPERTY, max_examples=int(30 * SCALE))
+@given(seed=st.integers(0, 2**31 - 1), statements=st.integers(3, 30))
+def test_ptx_programs_with_recursive_calls(seed, statements):
+    """The same programs with `*` through a recursive device function: the kernels run
+    with their calls as calls, and activations deeper than inlining went are checked
+    against the function analysed on its own for any caller."""
+    assert_sound(random_ptx(seed, statements, calls="recursive"), "ptx", seed)
+
+
 @pytest.mark.parametrize("seed", [*range(10), 17, 25])
 def test_a_few_programs_in_both_languages(seed):
     """The fast loop's share: a few fixed seeds, both languages (17 and 25 broke claims
@@ -138,6 +153,8 @@ def test_a_few_programs_in_both_languages(seed):
         assert_sound(random_ptx(seed, 20), "ptx", seed)
     if seed in (1, 17):
         assert_sound(random_ptx(seed, 20, calls=True), "ptx", seed)
+    if seed in (2, 25):  # recursion: activations deeper than inlining are checked too
+        assert_sound(random_ptx(seed, 20, calls="recursive"), "ptx", seed)
 
 
 def test_the_generator_finds_temporal_divergence_inside_cycles(monkeypatch):

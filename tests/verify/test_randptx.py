@@ -7,22 +7,25 @@ import shutil
 import subprocess
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from gpudiv import ir
 from gpudiv.interp.musimd import LaunchConfig, run_kernel
 from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
+from gpudiv.interp.ptx_calls import executable_form
 from gpudiv.ir.cfg import build_cfg
 from gpudiv.lang.load import parse_text
 from gpudiv.lang.musimd.parse import parse_musimd
 from gpudiv.verify.randprog import random_program
-from gpudiv.verify.randptx import musimd_to_ptx, random_ptx
+from gpudiv.verify.randptx import device_functions, musimd_to_ptx, random_ptx
 
 
 def _ptx_kernel(text: str) -> ir.Kernel:
     """The single kernel of a PTX text; fails on any diagnostic."""
     program = parse_text(text, "random.ptx", "ptx")
-    assert not program.diagnostics, (program.diagnostics[:3], text)
+    unexpected = [d for d in program.diagnostics if "recursive call to 'gd_mulr'" not in d.message]
+    assert not unexpected, (unexpected[:3], text)
     assert len(program.kernels) == 1
     return program.kernels[0]
 
@@ -74,14 +77,18 @@ class _Branches:
 
 
 @pytest.mark.parametrize(("seed", "calls"), [*((s, False) for s in range(30)),
-                                             *((s, True) for s in range(0, 30, 3))])
-def test_same_branch_outcomes_as_the_musimd_program(seed: int, calls: bool) -> None:
+                                             *((s, True) for s in range(0, 30, 3)),
+                                             *((s, "recursive") for s in range(1, 30, 3))])
+def test_same_branch_outcomes_as_the_musimd_program(seed: int, calls: bool | str) -> None:
     """One warp of 32 threads, same parameters: every conditional branch of the PTX kernel
     splits the lanes exactly as the μ-SIMD branch it translates, as often (`calls`: the
     device functions compute what the instructions they replace compute)."""
     text = random_program(seed, 25, cycles=True)
     musimd = _musimd_kernel(text)
-    ptx = _ptx_kernel(musimd_to_ptx(musimd, calls=calls))
+    text = musimd_to_ptx(musimd, calls=calls)
+    ptx = _ptx_kernel(text)
+    if calls == "recursive":  # inlining stops at the recursion: it runs as calls
+        ptx = executable_form(ptx, "rand.ptx", text)
     params = {"n": seed % 7 - 2, "k": seed % 5}
     expected, observed = _Branches(musimd), _Branches(ptx)
     run_kernel(musimd, LaunchConfig(32, 32, params, reconvergence="ipdom"), observer=expected)
@@ -100,6 +107,51 @@ def test_calls_go_through_every_device_function() -> None:
     inlined = {i.attrs.get("function") for i in kernel.instructions()}
     assert {"gd_min", "gd_max", "gd_mul", "gd_lt", "gd_tid"} <= inlined
     assert musimd_to_ptx(_musimd_kernel(EVERY_CALLED)).count(".func") == 0
+
+
+def test_recursive_calls_multiply_by_recursion() -> None:
+    """`calls="recursive"`: `*` calls gd_mulr, which calls itself; inlining leaves that
+    call opaque, so such a kernel runs as calls, and gd_mulr computes `mul.lo.s32`."""
+    ptx = musimd_to_ptx(_musimd_kernel(EVERY_CALLED), calls="recursive")
+    assert "call.uni (retval0), gd_mulr, (param0, param1)" in ptx and "gd_mul(" not in ptx
+    assert _ptx_kernel(ptx).attrs["calls_not_inlined"] == ("gd_mulr",)
+    kernel = executable_form(_ptx_kernel(MULTIPLY), "multiply.ptx", MULTIPLY)
+    for n, k in ((3, 5), (-7, 13), (2**20 + 3, -9), (0, 0), (-1, -2**31)):
+        run = run_ptx_kernel(kernel, PtxLaunch(block=(32, 1, 1),
+                                               args={0: np.zeros(32, np.int32), 1: n, 2: k}))
+        assert run.buffers["multiply_param_0"].tolist() == \
+            [((t + n) * k + 2**31) % 2**32 - 2**31 for t in range(32)]
+
+
+# out[tid] = gd_mulr(tid + n, k), with gd_mulr as random programs get it.
+MULTIPLY = "\n".join([".version 7.0", ".target sm_80", ".address_size 64", "",
+                      *device_functions({"gd_mulr"}), """
+.visible .entry multiply(.param .u64 multiply_param_0, .param .s32 multiply_param_1,
+                         .param .s32 multiply_param_2)
+{
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [multiply_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    ld.param.u32 %r1, [multiply_param_1];
+    ld.param.u32 %r2, [multiply_param_2];
+    mov.u32 %r3, %tid.x;
+    add.s32 %r1, %r1, %r3;
+    {
+    .param .b32 param0;
+    st.param.b32 [param0], %r1;
+    .param .b32 param1;
+    st.param.b32 [param1], %r2;
+    .param .b32 retval0;
+    call.uni (retval0), gd_mulr, (param0, param1);
+    ld.param.b32 %r4, [retval0];
+    }
+    mul.wide.u32 %rd3, %r3, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r4;
+    ret;
+}
+"""])
 
 
 EVERY_CALLED = """kernel called(n, k)
