@@ -107,6 +107,23 @@ def _unit_twins(unit: ir.Kernel, alone: ir.Kernel) -> dict[int, _Twin]:
     return twins
 
 
+# Each function of a PTX text analysed on its own for any caller, by (text, analysis):
+# the kernels of a file, and the runs of `check` and `transform --verify`, share them.
+_ALONE: dict[tuple[str, str], dict[str, KernelResult]] = {}
+_ALONE_KEPT = 8
+
+
+def _alone(text: str, analysis: str, functions: list[str]) -> dict[str, KernelResult]:
+    """`call_summaries.any_caller_results` of `functions`, computed once per text."""
+    key = (text, analysis)
+    if key not in _ALONE:
+        if len(_ALONE) >= _ALONE_KEPT:
+            _ALONE.pop(next(iter(_ALONE)))
+        _ALONE[key] = any_caller_results(FunctionReader(text, "<kernel>"), analysis,
+                                         functions)
+    return _ALONE[key]
+
+
 class DeepClaims:
     """The claims for activations without an inlined copy, per function, found when
     first needed: (its result in the context that covers every caller, twins)."""
@@ -122,12 +139,12 @@ class DeepClaims:
         key = (function, analysis)
         if key not in self.found:
             self.found[key] = None
-            if self.text is not None:
-                reader = FunctionReader(str(self.text), "<kernel>")
-                result = any_caller_results(reader, analysis, [function]).get(function)
-                unit = self.executable.attrs.get("functions", {}).get(function)
-                if result is not None and unit is not None:
-                    self.found[key] = (result, _unit_twins(unit, result.ssa.cfg.kernel))
+            units = self.executable.attrs.get("functions", {})
+            if self.text is not None and function in units:
+                result = _alone(str(self.text), analysis, list(units)).get(function)
+                if result is not None:
+                    self.found[key] = (result, _unit_twins(units[function],
+                                                           result.ssa.cfg.kernel))
         return self.found[key]
 
 

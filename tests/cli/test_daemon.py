@@ -101,9 +101,9 @@ def without_timing(text: str) -> dict:
 @pytest.mark.parametrize("args", [
     ["analyze", "--analysis", "simple", SAMPLE],
     ["analyze", "missing.ptx"],
-    ["analyze", "--no-such-option", SAMPLE],
-    ["--help"],
-    ["rules"],
+    pytest.param(["analyze", "--no-such-option", SAMPLE], marks=pytest.mark.slow),
+    pytest.param(["--help"], marks=pytest.mark.slow),
+    pytest.param(["rules"], marks=pytest.mark.slow),
 ], ids=["report", "missing-file", "usage-error", "help", "rules"])
 def test_same_output_and_status_as_its_own_process(shared, tmp_path, args):
     before = served(shared)
@@ -124,6 +124,7 @@ def test_files_are_written_in_the_clients_folder(shared, tmp_path):
         without_timing((tmp_path / "here.json").read_text())
 
 
+@pytest.mark.slow
 def test_the_clients_environment_reaches_the_command(shared, tmp_path):
     rules = tmp_path / "mine.lp"
     rules.write_text("seen(V) :- var(V, _).\n#show seen/1.\n")

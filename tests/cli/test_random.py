@@ -23,7 +23,9 @@ def test_prints_the_program_of_a_seed(capsys):
 
 @pytest.mark.parametrize(("language", "extra"), [("musimd", []), ("ptx", ["--ptx"]),
                                                ("ptx", ["--ptx", "--calls"]),
-                                               ("ptx", ["--ptx", "--calls", "--recursive"])])
+                                               pytest.param("ptx", ["--ptx", "--calls",
+                                                                    "--recursive"],
+                                                            marks=pytest.mark.slow)])
 def test_written_programs_check_without_violation(capsys, tmp_path, language, extra):
     code, out, _ = run_cli(capsys, "random", "--seed", "5", "--count", "3", "--cycles",
                            "-o", str(tmp_path / "out"), *extra)

@@ -75,10 +75,12 @@ def test_activations_deeper_than_inlining_are_checked_against_the_function_alone
 
     monkeypatch.setattr(call_runs, "any_caller_results", careless)
     call_runs._RUNNERS.clear()
+    call_runs._ALONE.clear()
     report = check_kernel(result, launches, run=run_ptx_any)
     assert report.violations and {v.kernel for v in report.violations} == \
         {"_Z3fibi(any caller)"}
     call_runs._RUNNERS.clear()
+    call_runs._ALONE.clear()
 
 
 def test_a_kernel_read_from_text_is_checked_too():
