@@ -113,14 +113,15 @@ _ALONE: dict[tuple[str, str], dict[str, KernelResult]] = {}
 _ALONE_KEPT = 8
 
 
-def _alone(text: str, analysis: str, functions: list[str]) -> dict[str, KernelResult]:
-    """`call_summaries.any_caller_results` of `functions`, computed once per text."""
+def _alone(text: str, analysis: str) -> dict[str, KernelResult]:
+    """`call_summaries.any_caller_results` of every function of the text, computed once
+    per text (every kernel of a file looks its functions up here)."""
     key = (text, analysis)
     if key not in _ALONE:
         if len(_ALONE) >= _ALONE_KEPT:
             _ALONE.pop(next(iter(_ALONE)))
-        _ALONE[key] = any_caller_results(FunctionReader(text, "<kernel>"), analysis,
-                                         functions)
+        reader = FunctionReader(text, "<kernel>")
+        _ALONE[key] = any_caller_results(reader, analysis, list(reader.functions))
     return _ALONE[key]
 
 
@@ -141,7 +142,7 @@ class DeepClaims:
             self.found[key] = None
             units = self.executable.attrs.get("functions", {})
             if self.text is not None and function in units:
-                result = _alone(str(self.text), analysis, list(units)).get(function)
+                result = _alone(str(self.text), analysis).get(function)
                 if result is not None:
                     self.found[key] = (result, _unit_twins(units[function],
                                                            result.ssa.cfg.kernel))

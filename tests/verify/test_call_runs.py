@@ -10,6 +10,8 @@ import pytest
 
 from gpudiv import api
 from gpudiv.analyses.stack_slots import original
+from gpudiv.interp.ptx_calls import executable_form
+from gpudiv.lang.load import load
 from gpudiv.verify import call_runs
 from gpudiv.verify.call_runs import _twins, run_ptx_any
 from gpudiv.verify.oracle import check_kernel, ptx_launches
@@ -81,6 +83,19 @@ def test_activations_deeper_than_inlining_are_checked_against_the_function_alone
         {"_Z3fibi(any caller)"}
     call_runs._RUNNERS.clear()
     call_runs._ALONE.clear()
+
+
+def test_every_kernel_of_a_file_finds_its_functions_analysed_alone():
+    """The functions analysed alone are computed once per file and shared by its kernels:
+    each kernel, in turn, finds every function it reaches."""
+    call_runs._ALONE.clear()
+    program = load(RECURSION[1])
+    for name in ("fib_per_thread", "frames_uniform", "gcd_table"):
+        kernel = program.kernel(name)
+        executable = executable_form(kernel, str(RECURSION[1]))
+        deep = call_runs.DeepClaims(executable, kernel)
+        for function in executable.attrs["functions"]:
+            assert deep.of(function, "simple") is not None, (name, function)
 
 
 def test_a_kernel_read_from_text_is_checked_too():
