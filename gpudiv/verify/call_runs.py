@@ -230,28 +230,25 @@ class CallsObserver:
         twin = None if found is None else found[1].get(instruction)
         return None if twin is None else (found[0], twin)
 
+    def _target(self, instruction: int, active: np.ndarray) -> tuple[object, _Twin] | None:
+        """Who checks an instruction of the run, and as which instruction: the wrapped
+        observer in an inlined copy, else the deep activation's (None: nobody)."""
+        twin = self._twin(instruction, active)
+        return (self.inner, twin) if twin is not None else self._deep(instruction, active)
+
     def before(self, warp: int, instruction: int, active: np.ndarray,
                read: Callable[[str], np.ndarray]) -> None:
-        twin = self._twin(instruction, active)
-        observer = self.inner
-        if twin is None:
-            deep = self._deep(instruction, active)
-            if deep is None:
-                return
-            observer, twin = deep
-        names = twin.names
-        observer.before(warp, twin.id, active, lambda name: read(names.get(name, name)))
+        target = self._target(instruction, active)
+        if target is not None:
+            observer, twin = target
+            names = twin.names
+            observer.before(warp, twin.id, active, lambda name: read(names.get(name, name)))
 
     def branch(self, warp: int, instruction: int, active: np.ndarray,
                jumps: np.ndarray) -> None:
-        twin = self._twin(instruction, active)
-        observer = self.inner
-        if twin is None:
-            deep = self._deep(instruction, active)
-            if deep is None:
-                return
-            observer, twin = deep
-        observer.branch(warp, twin.id, active, jumps)
+        target = self._target(instruction, active)
+        if target is not None:
+            target[0].branch(warp, target[1].id, active, jumps)
 
     def finish(self) -> None:
         """Add the deep activations' uses and violations to the wrapped observer's."""
