@@ -117,7 +117,9 @@ def _child(argv: list[str], cwd: str, env: dict[str, str], umask: int,
     os.umask(umask)
     streams = []
     for fd, (encoding, errors) in enumerate(encodings):
-        line_buffered = fd > 0 and os.isatty(fd)
+        # As Python sets them up: stderr always line-buffered, stdout on a terminal only
+        # (so that warnings and output interleave as they do in a process of its own).
+        line_buffered = fd == 2 or (fd == 1 and os.isatty(fd))
         streams.append(open(fd, "r" if fd == 0 else "w", buffering=1 if line_buffered else -1,  # noqa: SIM115
                             encoding=encoding, errors=errors, closefd=False))
     sys.stdin, sys.stdout, sys.stderr = streams

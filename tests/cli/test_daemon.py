@@ -115,6 +115,25 @@ def test_same_output_and_status_as_its_own_process(shared, tmp_path, args):
     assert served(shared) == before + 1
 
 
+def test_warnings_and_output_interleave_as_in_its_own_process(shared, tmp_path):
+    """Standard error line-buffered, standard output block-buffered into a file: one file
+    for both gets the same lines in the same order."""
+    sample = str(ROOT / "samples" / "cuda" / "function_pointers.O3.ptx")  # has warnings
+    merged = {}
+    for where, socket in (("here", None), ("there", shared)):
+        environment = {k: v for k, v in os.environ.items()
+                       if k not in ("GPUDIV_DAEMON_SOCKET", "GPUDIV_NO_DAEMON")}
+        environment.update({"GPUDIV_NO_DAEMON": "1"} if socket is None
+                           else {"GPUDIV_DAEMON_SOCKET": socket})
+        with open(tmp_path / where, "w") as both:
+            subprocess.run([sys.executable, "-c", COMMAND, "analyze", "--analysis", "simple",
+                            sample], cwd=tmp_path, env=environment, stdout=both,
+                           stderr=subprocess.STDOUT, timeout=120, check=True)
+        merged[where] = (tmp_path / where).read_text()
+    assert "warning: kernel apply_per_lane" in merged["here"]
+    assert merged["there"] == merged["here"]
+
+
 def test_files_are_written_in_the_clients_folder(shared, tmp_path):
     args = ["analyze", "--analysis", "affine2", SAMPLE, "--format", "json", "-o"]
     assert gpudiv([*args, "here.json"], tmp_path, None).returncode == 0
