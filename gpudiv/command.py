@@ -112,7 +112,10 @@ def forward(argv: list[str], path: str) -> int | None:
     previous = {}
 
     def interrupt(number: int, _frame) -> None:
-        os.kill(child, number)
+        try:
+            os.kill(child, number)
+        except ProcessLookupError:  # it has ended; its status is on the way
+            pass
 
     try:
         for words in replies(connection):  # Ctrl-C before the child runs: see main
