@@ -65,19 +65,14 @@ def _matched(instr: ir.Instruction, twin: ir.Instruction | None) -> _Twin | None
     return _Twin(twin, names)
 
 
-def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _Twin]:
-    """(unit, id of an instruction of the run) → its twin in one frame of the inlined
-    kernel, per frame suffix: {(suffix, id): twin} for every suffix of the unit."""
-    by_key: dict[tuple, ir.Instruction] = {}
-    frames = _frames(inlined)
+def _matched_units(units: list[tuple[str, ir.Kernel]], target: ir.Kernel,
+                   suffixes: dict[str, list[str]]) -> dict[tuple[str, int], _Twin]:
+    """For each unit (name, its lowering in the run) and each frame of `target` that
+    stands for it (`suffixes`): {(suffix, id of an instruction of the run): its twin}."""
+    frames = _frames(target)
     seen: dict[tuple, int] = {}
-    for instr in inlined.instructions():
-        by_key[_key(instr, seen, frames[instr.id])] = instr
-    suffixes: dict[str, list[str]] = {"": [""]}  # unit → the frames that stand for it
-    for suffix, (*_, callee) in inlined.attrs.get("call_instances", {}).items():
-        suffixes.setdefault(callee, []).append(suffix)
+    by_key = {_key(i, seen, frames[i.id]): i for i in target.instructions()}
     twins: dict[tuple[str, int], _Twin] = {}
-    units = [("", executable), *executable.attrs.get("functions", {}).items()]
     for unit, kernel in units:
         unit_seen: dict[tuple, int] = {}
         for instr in kernel.instructions():
@@ -91,20 +86,20 @@ def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _
     return twins
 
 
+def _twins(executable: ir.Kernel, inlined: ir.Kernel) -> dict[tuple[str, int], _Twin]:
+    """(unit, id of an instruction of the run) → its twin in one frame of the inlined
+    kernel, per frame suffix: {(suffix, id): twin} for every suffix of the unit."""
+    suffixes: dict[str, list[str]] = {"": [""]}  # unit → the frames that stand for it
+    for suffix, (*_, callee) in inlined.attrs.get("call_instances", {}).items():
+        suffixes.setdefault(callee, []).append(suffix)
+    units = [("", executable), *executable.attrs.get("functions", {}).items()]
+    return _matched_units(units, inlined, suffixes)
+
+
 def _unit_twins(unit: ir.Kernel, alone: ir.Kernel) -> dict[int, _Twin]:
     """Id of an instruction of a function as the run lowers it → its twin in the same
-    function lowered on its own (`FunctionReader.lower`)."""
-    seen: dict[tuple, int] = {}
-    by_key = {_key(i, seen, ""): i for i in alone.instructions()}
-    unit_seen: dict[tuple, int] = {}
-    twins = {}
-    for instr in unit.instructions():
-        key = _key(instr, unit_seen, "")
-        if instr.operator not in CALL_OPERATORS:
-            twin = _matched(instr, by_key.get(key))
-            if twin is not None:
-                twins[instr.id] = twin
-    return twins
+    function lowered on its own (`FunctionReader.lower`: one frame, "")."""
+    return {n: twin for (_, n), twin in _matched_units([("", unit)], alone, {"": [""]}).items()}
 
 
 # Each function of a PTX text analysed on its own for any caller, by (text, analysis):
@@ -208,19 +203,22 @@ class CallsObserver:
         chains = self._lanes(lanes)
         chains[lanes] = self.parents[int(chains[lanes[0]])]
 
-    def _twin(self, instruction: int, active: np.ndarray) -> _Twin | None:
+    def _target(self, instruction: int, active: np.ndarray) -> tuple[object, _Twin] | None:
+        """Who checks an instruction of the run, and as which instruction: the wrapped
+        observer in the kernel or an inlined copy, else the observer of the activation's
+        function analysed alone (None: nobody)."""
         if instruction in self.kernel_ids:
             suffix: str | None = ""
         else:
             suffix = self.suffixes[int(self._lanes(active)[active[0]])]
-        return None if suffix is None else self.twins.get((suffix, instruction))
+        if suffix is not None:
+            twin = self.twins.get((suffix, instruction))
+            return None if twin is None else (self.inner, twin)
+        return None if self.deep is None else self._deep(instruction)
 
-    def _deep(self, instruction: int, active: np.ndarray) -> tuple[object, _Twin] | None:
+    def _deep(self, instruction: int) -> tuple[object, _Twin] | None:
         """The observer and twin of an instruction of an activation without an inlined
-        copy (None: not such an activation, or its function has no claims)."""
-        if self.deep is None or instruction in self.kernel_ids or \
-                self.suffixes[int(self._lanes(active)[active[0]])] is not None:
-            return None
+        copy (None: its function has no claims there)."""
         function = self.unit_of[instruction]
         if function not in self.deep_observers:
             claims = self.deep.of(function, self.analysis)
@@ -229,12 +227,6 @@ class CallsObserver:
         found = self.deep_observers[function]
         twin = None if found is None else found[1].get(instruction)
         return None if twin is None else (found[0], twin)
-
-    def _target(self, instruction: int, active: np.ndarray) -> tuple[object, _Twin] | None:
-        """Who checks an instruction of the run, and as which instruction: the wrapped
-        observer in an inlined copy, else the deep activation's (None: nobody)."""
-        twin = self._twin(instruction, active)
-        return (self.inner, twin) if twin is not None else self._deep(instruction, active)
 
     def before(self, warp: int, instruction: int, active: np.ndarray,
                read: Callable[[str], np.ndarray]) -> None:
