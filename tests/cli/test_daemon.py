@@ -35,18 +35,21 @@ def socket_folder():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def environment(socket: str | None, **env: str) -> dict[str, str]:
+    """This environment with the daemon at `socket` (None: none) and `env` added."""
+    chosen = {k: v for k, v in os.environ.items()
+              if k not in ("GPUDIV_DAEMON_SOCKET", "GPUDIV_NO_DAEMON")}
+    chosen.update({"GPUDIV_NO_DAEMON": "1"} if socket is None
+                  else {"GPUDIV_DAEMON_SOCKET": socket})
+    return {**chosen, **env}
+
+
 def gpudiv(args: list[str], cwd: Path | str, socket: str | None, **env: str
            ) -> subprocess.CompletedProcess:
     """`gpudiv ARGS` as the script runs it, with the daemon at `socket` (None: none)."""
-    environment = {k: v for k, v in os.environ.items()
-                   if k not in ("GPUDIV_DAEMON_SOCKET", "GPUDIV_NO_DAEMON")}
-    if socket is None:
-        environment["GPUDIV_NO_DAEMON"] = "1"
-    else:
-        environment["GPUDIV_DAEMON_SOCKET"] = socket
-    environment.update(env)
-    return subprocess.run([sys.executable, "-c", COMMAND, *args], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([sys.executable, "-c", COMMAND, *args], cwd=cwd,
+                          env=environment(socket, **env), capture_output=True, text=True,
+                          timeout=120, check=False)
 
 
 def served(socket: str) -> int:
@@ -121,13 +124,9 @@ def test_warnings_and_output_interleave_as_in_its_own_process(shared, tmp_path):
     sample = str(ROOT / "samples" / "cuda" / "function_pointers.O3.ptx")  # has warnings
     merged = {}
     for where, socket in (("here", None), ("there", shared)):
-        environment = {k: v for k, v in os.environ.items()
-                       if k not in ("GPUDIV_DAEMON_SOCKET", "GPUDIV_NO_DAEMON")}
-        environment.update({"GPUDIV_NO_DAEMON": "1"} if socket is None
-                           else {"GPUDIV_DAEMON_SOCKET": socket})
         with open(tmp_path / where, "w") as both:
             subprocess.run([sys.executable, "-c", COMMAND, "analyze", "--analysis", "simple",
-                            sample], cwd=tmp_path, env=environment, stdout=both,
+                            sample], cwd=tmp_path, env=environment(socket), stdout=both,
                            stderr=subprocess.STDOUT, timeout=120, check=True)
         merged[where] = (tmp_path / where).read_text()
     assert "warning: kernel apply_per_lane" in merged["here"]
@@ -226,16 +225,13 @@ def test_an_unbindable_socket_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_reaches_the_command(shared, tmp_path):
-    running = shared
-    environment = {**os.environ, "GPUDIV_DAEMON_SOCKET": running}
-    environment.pop("GPUDIV_NO_DAEMON", None)
     client = subprocess.Popen(
         [sys.executable, "-c", COMMAND, "analyze", "--analysis", "affine2", LARGE, "--format",
-         "json", "-o", os.devnull], cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+         "json", "-o", os.devnull], cwd=tmp_path, env=environment(shared),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        status = gpudiv(["daemon", "status", "--socket", running], "/", None).stdout
+        status = gpudiv(["daemon", "status", "--socket", shared], "/", None).stdout
         if "running now: 1" in status:
             break
         time.sleep(0.05)
