@@ -36,7 +36,6 @@ _LAZY = {
 }
 
 
-
 def __getattr__(name: str):
     """Import the API lazily so that `import gpudiv.<stage>` stays cheap."""
     if name in _LAZY:
