@@ -200,24 +200,24 @@ def test_runaway_rule_file_hits_the_time_budget(capsys, tmp_path, text):
     path = tmp_path / "runaway.lp"
     path.write_text(text)
     code, _, err = run_cli(capsys, "solve", GATHER, "--rules", str(path),
-                           "--solve-timeout", "1", "--solve-memory", "0")
+                           "--solve-timeout", "0.3", "--solve-memory", "0")
     assert code == 2
     assert one_error_line(err).startswith(
-        f"{path}: error: grounding and solving did not finish within 1 s")
+        f"{path}: error: grounding and solving did not finish within 0.3 s")
 
 
 def test_compare_rule_variant_has_the_budget(capsys, exploding):
     code, _, err = run_cli(capsys, "compare", GATHER, "--rules", str(exploding),
-                           "--solve-timeout", "1")
+                           "--solve-timeout", "0.3")
     assert code == 2
-    assert f"{exploding}: error: grounding and solving did not finish within 1 s" in err
+    assert f"{exploding}: error: grounding and solving did not finish within 0.3 s" in err
 
 
 def test_default_budget_applies_to_users_rules_in_the_api(monkeypatch, exploding):
     from gpudiv.analyses import solve as solve_module
     from gpudiv.report.experiment import run_rules
 
-    monkeypatch.setattr(solve_module, "DEFAULT_BUDGET", solve_module.Budget(1, 64))
+    monkeypatch.setattr(solve_module, "DEFAULT_BUDGET", solve_module.Budget(0.3, 64))
     with pytest.raises(solve_module.RuleError, match="exploding.lp: error: grounding"):
         run_rules(GATHER, [exploding])
 

@@ -68,7 +68,9 @@ def test_trapping_default_keeps_the_loop_counters_uniform(analysis):
         assert True in by_line[69], path.name
 
 
-@pytest.mark.parametrize("analysis", ANALYSES)
+# Degree 1 shares affine.lp with affine2: the full suite runs it.
+@pytest.mark.parametrize("analysis", ["simple", pytest.param("affine", marks=pytest.mark.slow),
+                                      "affine2"])
 @pytest.mark.parametrize("path", [EXITS_CUDA[0], EXIT_FROM_LOOP,
                                   pytest.param(EXITS_CUDA[1], marks=pytest.mark.slow)],
                          ids=lambda p: p.name)

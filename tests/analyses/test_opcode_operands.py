@@ -317,7 +317,9 @@ def _root(form: str) -> str:
     return form.split(".", 1)[0].split(" ", 1)[0]
 
 
-@pytest.mark.parametrize("analysis", ANALYSES)
+# Degree 1 shares affine.lp with affine2: the full suite runs it.
+@pytest.mark.parametrize("analysis", ["simple", pytest.param("affine", marks=pytest.mark.slow),
+                                      "affine2"])
 def test_thread_dependent_operand_makes_the_result_non_uniform(analysis):
     classes = all_classes(analysis)
     wrong = [text for form in FORMS + LITERAL_FORMS + GUARDED_FORMS

@@ -26,6 +26,7 @@ from gpudiv.interp.ptx_synthesis import function_params, pointer_params, synthes
 from gpudiv.lang.load import load, parse_text
 from gpudiv.lang.ptx.parse import parse_ptx
 from gpudiv.verify.oracle import ptx_launches
+from tests.fast_loop import debug_builds_slow
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = ROOT / "samples" / "cuda"
@@ -604,16 +605,9 @@ NOT_EXECUTABLE |= {(f"deadlock_cases.{build}.ptx", "divergent_barrier"): "barrie
                    for build in VARIANTS}
 
 
-def _fast_loop_runs_optimised_builds(paths: list[Path]) -> list:
-    """The paths, those written to hang and the -G builds marked slow: the fast loop
-    checks the -O3 and legacy files, the full suite every build."""
-    return [pytest.param(p, marks=pytest.mark.slow)
-            if p.name.startswith(("deadlock_", "spin_")) or p.name.endswith(".G.ptx") else p
-            for p in paths]
-
-
-@pytest.mark.parametrize("path", _fast_loop_runs_optimised_builds(SAMPLE_FILES),
-                         ids=lambda p: p.name)
+# The fast loop leaves out the kernels written to hang too.
+@pytest.mark.parametrize("path", debug_builds_slow(
+    SAMPLE_FILES, lambda p: p.name.startswith(("deadlock_", "spin_"))), ids=lambda p: p.name)
 def test_oracle_on_samples(path):
     analysed = api.analyze(path)
     reports = api.check(analysed)

@@ -228,7 +228,8 @@ def test_cycle_detector_finds_a_repeat_after_a_prefix():
 DETERMINISTIC = [("vector_ops", "vec_add"), ("reductions", "reduce_sum_tree"),
                  ("warp_primitives", "warp_sum_shfl_down"),
                  ("warp_primitives", "warp_ballot_count"), ("scan", "scan_warp_shfl"),
-                 ("control_flow", "collatz_steps"), ("sorting", "bitonic_sort_block"),
+                 ("control_flow", "collatz_steps"),
+                 pytest.param("sorting", "bitonic_sort_block", marks=pytest.mark.slow),  # 1 s
                  ("irreducible", None)]
 
 

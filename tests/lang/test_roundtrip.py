@@ -13,6 +13,7 @@ from gpudiv.lang.load import load, parse_text
 from gpudiv.lang.musimd.printer import instruction_text as musimd_text
 from gpudiv.lang.printing import PrintError, print_program
 from gpudiv.transforms.builder import Rewriter
+from tests.fast_loop import debug_builds_slow
 from tests.ptxas_tool import ptxas_errors
 
 ROOT = Path(__file__).resolve().parents[2] / "samples"
@@ -28,7 +29,7 @@ def reread(program: ir.Program) -> ir.Program:
     return again
 
 
-@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", debug_builds_slow(SAMPLES), ids=lambda p: p.name)
 def test_parse_print_parse_is_the_identity(path):
     program = load(path)
     again = reread(program)
@@ -37,7 +38,7 @@ def test_parse_print_parse_is_the_identity(path):
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
-@pytest.mark.parametrize("path", PTXAS_SAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", debug_builds_slow(PTXAS_SAMPLES), ids=lambda p: p.name)
 def test_ptxas_accepts_printed_ptx(path, tmp_path):
     out = tmp_path / "out.ptx"
     text = print_program(load(path))

@@ -76,9 +76,12 @@ class _Branches:
                    tuple(t for t, j in zip(lanes, jumps, strict=True) if j))] += 1
 
 
-@pytest.mark.parametrize(("seed", "calls"), [*((s, False) for s in range(30)),
-                                             *((s, True) for s in range(0, 30, 3)),
-                                             *((s, "recursive") for s in range(1, 30, 3))])
+# The fast loop runs the first seeds of each kind, the full suite all of them.
+@pytest.mark.parametrize(("seed", "calls"), [
+    pytest.param(s, calls, marks=[pytest.mark.slow] if s >= first else [])
+    for seeds, calls, first in ((range(30), False, 10), (range(0, 30, 3), True, 6),
+                                (range(1, 30, 3), "recursive", 7))
+    for s in seeds])
 def test_same_branch_outcomes_as_the_musimd_program(seed: int, calls: bool | str) -> None:
     """One warp of 32 threads, same parameters: every conditional branch of the PTX kernel
     splits the lanes exactly as the μ-SIMD branch it translates, as often (`calls`: the

@@ -18,6 +18,7 @@ from gpudiv.lang.ptx import fast as ptx_fast
 from gpudiv.lang.ptx import parse as ptx
 from gpudiv.lang.ptx.parse import parse_ptx, parse_ptx_timed, special_class
 from gpudiv.lang.ptx.synth import synthetic_ptx
+from tests.fast_loop import debug_builds_slow
 
 SAMPLES = Path(__file__).parents[3] / "samples"
 PTX_FILES = sorted([*SAMPLES.glob("cuda/*.ptx"), *SAMPLES.glob("ptx_legacy/*.ptx")])
@@ -86,7 +87,8 @@ def wrap(body: str, params: str = ".param .u32 n") -> str:
 
 # ---- the corpus -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", PTX_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", debug_builds_slow(PTX_FILES),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_sample_parses_and_every_kernel_is_analysed(path):
     program = parse_file(path)
     assert program.language == "ptx"
@@ -812,8 +814,7 @@ def test_what_the_interpreter_reads_is_kept_in_attrs():
 # ---- the fast path (gpudiv.lang.ptx.fast) against Lark alone ----------------------------
 
 # The large programs of samples/cuda_large take a second each with Lark alone: full suite only.
-ALL_PTX = [pytest.param(p, marks=pytest.mark.slow) if p.parent.name == "cuda_large" else p
-           for p in sorted(SAMPLES.rglob("*.ptx"))]
+ALL_PTX = debug_builds_slow(sorted(SAMPLES.rglob("*.ptx")), lambda p: p.parent.name == "cuda_large")
 
 
 def parsed_forms(text: str, fast: bool) -> tuple:
