@@ -240,3 +240,14 @@ def test_ctrl_c_reaches_the_command(shared, tmp_path):
     out, err = client.communicate(timeout=60)
     assert client.returncode == 130, err
     assert err.strip() == "gpudiv: interrupted"
+
+
+def test_the_warm_up_loads_what_reports_need(tmp_path):
+    """Children find the text report's renderer (rich) imported: each text report would
+    otherwise import it again (15 ms)."""
+    probe = ("import sys, gpudiv.cli.daemon as d; d.warm_up(); "
+             "print(' '.join(m for m in ('rich.console', 'gpudiv.report.documents', "
+             "'gpudiv.report.jsontext') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.split()
+    assert out == ["rich.console", "gpudiv.report.documents", "gpudiv.report.jsontext"]
