@@ -14,7 +14,6 @@ from gpudiv.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
     CommandError,
-    Console,
     _check_output,
     _write_output,
     add_block_option,
@@ -54,7 +53,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     """Analyse files and folders; print or write the report."""
     with start_up():  # imports make objects that live as long as the process
         from gpudiv.report.corpus import analyze_corpus, collect_inputs, job_count, summarize
-        from gpudiv.report.documents import analysis_json, render_analysis, render_findings
+        from gpudiv.report.documents import (
+            analysis_json,
+            render_analysis,
+            render_findings,
+            text_console,
+        )
         from gpudiv.report.jsontext import dumps_indented
 
     _check_output(args.output)
@@ -135,8 +139,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         to_terminal = args.output in (None, "-") and sys.stdout.isatty()
         buffer = io.StringIO()
         if args.brief:
-            console = Console(file=buffer, force_terminal=to_terminal or None,
-                              width=None if to_terminal else 200, highlight=False)
+            console = text_console(buffer, True if to_terminal else None)
             for f in files:
                 render_findings(console, f.findings())
         else:

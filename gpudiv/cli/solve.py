@@ -12,7 +12,6 @@ from gpudiv.analyses import ANALYSIS_NAMES
 from gpudiv.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
-    Console,
     add_rule_file_options,
     one_line_errors,
     rule_budget,
@@ -34,11 +33,10 @@ def _columns(name: str, arity: int, named: dict[tuple[str, int], list[str]]) -> 
 
 
 def _print_solve_table(run, out: TextIO) -> None:
-    from gpudiv.report.documents import _table
+    from gpudiv.report.documents import _table, text_console
     from gpudiv.report.export import plain
 
-    console = Console(file=out, force_terminal=True if out.isatty() else None,
-                      width=None if out.isatty() else 200, highlight=False)
+    console = text_console(out, True if out.isatty() else None)
     for kernel in run.kernels:
         console.print(f"{run.path}: kernel {kernel.name}", markup=False, highlight=False)
         for (name, arity), symbols in kernel.relations.items():

@@ -7,6 +7,7 @@ Text uses rich tables on a terminal and plain aligned columns when piped.
 from __future__ import annotations
 
 import io
+import os
 from typing import TYPE_CHECKING, TextIO
 
 from gpudiv import __version__
@@ -191,14 +192,39 @@ def render_findings(console: Console, findings: list[Finding]) -> None:
                       soft_wrap=True, style=style if console.is_terminal else None)
 
 
+class PlainConsole:
+    """What the text reports use of rich's Console, for a report that is not coloured:
+    each print writes its text and a new line, as it is (rich takes 15 ms to import, and
+    its console wraps what is not soft-wrapped at its width)."""
+
+    is_terminal = False
+
+    def __init__(self, file: TextIO) -> None:
+        self.file = file
+
+    def print(self, text: str = "", **_options) -> None:
+        """Write `text` and a new line (rich's options only style a terminal's output)."""
+        self.file.write(f"{text}\n")
+
+
+def text_console(file: TextIO, color: bool | None) -> Console | PlainConsole:
+    """rich's Console where colour is asked for (`color`, or FORCE_COLOR/TTY_COMPATIBLE,
+    which rich obeys, when `color` is None), a PlainConsole otherwise."""
+    if color is False or (color is None and not (os.environ.get("FORCE_COLOR")
+                                                 or os.environ.get("TTY_COMPATIBLE"))):
+        return PlainConsole(file)
+    from rich.console import Console
+
+    # emoji=False: rich would turn `file.ptx:100:2` into a picture
+    return Console(file=file, force_terminal=color, highlight=False, emoji=False,
+                   width=None if color else 200)
+
+
 def render_analysis(files: list[FileAnalysis], out: TextIO | None = None,
                     color: bool | None = None) -> str | None:
     """Print the text report (to `out`, or return it as a string when out is None)."""
-    from rich.console import Console
-
     buffer = io.StringIO() if out is None else None
-    console = Console(file=buffer or out, force_terminal=color, highlight=False,
-                      width=None if color else 200)
+    console = text_console(buffer or out, color)
     for f in files:
         found = findings_by_kernel(f)
         for kernel in f.kernels:
