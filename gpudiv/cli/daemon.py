@@ -30,9 +30,13 @@ import socket
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from gpudiv.cli.common import EXIT_ERROR, EXIT_OK, CommandError
 from gpudiv.command import PROTOCOL, replies, request, socket_path
+
+if TYPE_CHECKING:
+    from gpudiv.api import FileAnalysis
 
 IDLE_TIMEOUT = 3600.0
 START_WAIT = 30.0  # seconds `start` waits for the daemon to listen
@@ -102,7 +106,7 @@ def warm_up() -> None:
     started()
 
 
-def _render_reports(analysed) -> None:
+def _render_reports(analysed: FileAnalysis) -> None:
     """Write the reports of one analysis in every format, so that children find rich (the
     text report; 15 ms to import) and its style caches ready."""
     from gpudiv.report import documents, jsontext

@@ -207,11 +207,24 @@ class PlainConsole:
         self.file.write(f"{text}\n")
 
 
+def _terminal(file: TextIO) -> bool:
+    """Whether rich would style output to `file` on its own (its `is_terminal`)."""
+    tty_compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if tty_compatible in ("0", "1"):
+        return tty_compatible == "1"
+    if os.environ.get("FORCE_COLOR") is not None:
+        return os.environ["FORCE_COLOR"] != ""
+    try:
+        return file.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def text_console(file: TextIO, color: bool | None) -> Console | PlainConsole:
-    """rich's Console where colour is asked for (`color`, or FORCE_COLOR/TTY_COMPATIBLE,
-    which rich obeys, when `color` is None), a PlainConsole otherwise."""
-    if color is False or (color is None and not (os.environ.get("FORCE_COLOR")
-                                                 or os.environ.get("TTY_COMPATIBLE"))):
+    """rich's Console where the output is coloured (`color`; when None, where rich would
+    colour it on its own: a terminal, FORCE_COLOR, TTY_COMPATIBLE), a PlainConsole
+    otherwise."""
+    if not (color if color is not None else _terminal(file)):
         return PlainConsole(file)
     from rich.console import Console
 

@@ -43,3 +43,12 @@ def test_a_piped_text_report_does_not_import_rich(tmp_path):
                           text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
     assert done.stderr.split()[-2:] == ["False", "0"], done.stderr
     assert "kernel stencil_1d" in done.stdout
+
+
+def test_colour_follows_the_same_environment_as_rich(monkeypatch):
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert text_console(io.StringIO(), None).is_terminal
+    monkeypatch.setenv("TTY_COMPATIBLE", "0")
+    assert isinstance(text_console(io.StringIO(), None), PlainConsole)
+    assert not isinstance(text_console(io.StringIO(), True), PlainConsole)
