@@ -7,12 +7,14 @@ fast loop, and on the `-G` builds (larger twins of the same sources) in the full
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 
-def debug_builds_slow(paths: list[Path], also_slow=lambda _path: False) -> list:
+def debug_builds_slow(paths: list[Path],
+                      also_slow: Callable[[Path], bool] = lambda _path: False) -> list:
     """The paths, with the `-G` builds (and those `also_slow` names) marked slow."""
     return [pytest.param(p, marks=pytest.mark.slow)
             if p.name.endswith(".G.ptx") or also_slow(p) else p
