@@ -187,11 +187,11 @@ def exploding(tmp_path) -> Path:
 
 def test_exploding_rule_file_hits_the_memory_budget(capsys, exploding):
     code, _, err = run_cli(capsys, "solve", GATHER, "--rules", str(exploding),
-                           "--solve-memory", "64")
+                           "--solve-memory", "16")
     assert code == 2
     line = one_error_line(err)
     assert line.startswith(f"{exploding}: error: grounding and solving needed more than "
-                           "64 MiB of memory")
+                           "16 MiB of memory")
     assert "--solve-memory" in line
 
 
@@ -217,7 +217,7 @@ def test_default_budget_applies_to_users_rules_in_the_api(monkeypatch, exploding
     from gpudiv.analyses import solve as solve_module
     from gpudiv.report.experiment import run_rules
 
-    monkeypatch.setattr(solve_module, "DEFAULT_BUDGET", solve_module.Budget(0.3, 64))
+    monkeypatch.setattr(solve_module, "DEFAULT_BUDGET", solve_module.Budget(0.3, 16))
     with pytest.raises(solve_module.RuleError, match="exploding.lp: error: grounding"):
         run_rules(GATHER, [exploding])
 
