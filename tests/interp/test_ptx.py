@@ -605,9 +605,13 @@ NOT_EXECUTABLE |= {(f"deadlock_cases.{build}.ptx", "divergent_barrier"): "barrie
                    for build in VARIANTS}
 
 
-# The fast loop leaves out the kernels written to hang too.
+# The fast loop leaves out the kernels written to hang too, and the samples whose claims
+# tests of their own check there (tests/verify/test_call_runs.py, tests/analyses/test_exits.py).
+FULL_SUITE_ONLY = ("deadlock_", "spin_", "recursion.", "exits_in_loops.")
+
+
 @pytest.mark.parametrize("path", debug_builds_slow(
-    SAMPLE_FILES, lambda p: p.name.startswith(("deadlock_", "spin_"))), ids=lambda p: p.name)
+    SAMPLE_FILES, lambda p: p.name.startswith(FULL_SUITE_ONLY)), ids=lambda p: p.name)
 def test_oracle_on_samples(path):
     analysed = api.analyze(path)
     reports = api.check(analysed)

@@ -144,8 +144,8 @@ def test_ptx_programs_with_recursive_calls(seed, statements):
     assert_sound(random_ptx(seed, statements, calls="recursive"), "ptx", seed)
 
 
-@pytest.mark.parametrize("seed", [*range(3), 17, 25,  # the fast loop's share
-                                  *(pytest.param(s, marks=pytest.mark.slow) for s in range(3, 10))])
+@pytest.mark.parametrize("seed", [0, 17, 25,  # the fast loop's share
+                                  *(pytest.param(s, marks=pytest.mark.slow) for s in range(1, 10))])
 def test_a_few_programs_in_both_languages(seed):
     """The fast loop's share: a few fixed seeds, both languages (17 and 25 broke claims
     in both before the rejoin copies)."""
