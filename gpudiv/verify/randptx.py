@@ -172,8 +172,9 @@ class _Translator:
     def __init__(self, kernel: ir.Kernel, name: str, calls: bool | str = False) -> None:
         self.kernel = kernel
         self.name = name
-        self.calls = bool(calls)
-        self.called_for = RECURSIVE_CALLED if calls == "recursive" else CALLED
+        # The operators (and special register) computed by a call: none without `calls`.
+        self.called_for = ({} if not calls else RECURSIVE_CALLED if calls == "recursive"
+                           else CALLED)
         self.called: set[str] = set()  # the device functions the kernel calls
         self.body: list[str] = []
         self.registers: dict[str, str] = {}
@@ -201,7 +202,7 @@ class _Translator:
             return self.register(operand.name)
         if isinstance(operand, ir.Const) and immediate:
             return str(operand.value)
-        if self.calls and isinstance(operand, ir.Special) and operand.name in self.called_for:
+        if isinstance(operand, ir.Special) and operand.name in self.called_for:
             return self.call(self.called_for[operand.name], [])
         temporary = self.fresh("r")
         source = (SPECIAL_REGISTERS[operand.name] if isinstance(operand, ir.Special)
@@ -250,7 +251,7 @@ class _Translator:
         """Copies, unary and binary operators."""
         dest = self.register(instr.dest or "")
         operator = instr.operator or "copy"
-        if self.calls and operator in self.called_for and len(instr.args) == 2:
+        if operator in self.called_for and len(instr.args) == 2:
             left, right = self.value(instr.args[0], False), self.value(instr.args[1], False)
             self.call(self.called_for[operator], [left, right], dest)
         elif operator == "copy":
