@@ -11,6 +11,7 @@ from gpudiv.interp.ptx_calls import executable_form
 from gpudiv.interp.ptx_launch import PtxLaunch
 from gpudiv.interp.ptx_memory import function_addresses
 from gpudiv.interp.ptx_ops import bits, canonical, dtype, kind
+from gpudiv.lang.ptx.lower import INDIRECT_CALL
 from gpudiv.lang.ptx.types import TYPE_NAMES as _TYPE_NAMES
 
 # (grid, block, buffer fill): one block of one warp, a partial last warp over two blocks,
@@ -91,7 +92,7 @@ def function_params(kernel: ir.Kernel) -> dict[str, list[int]]:
     with its calls as calls (`ptx_calls.executable_form`) and each launch passes one of
     the functions."""
     reasons = kernel.attrs.get("calls_not_inlined", ())
-    if not any(str(reason).startswith("indirect call") for reason in reasons):
+    if not any(str(reason).startswith(INDIRECT_CALL) for reason in reasons):
         return {}
     try:
         kept = executable_form(kernel, "<kernel>")

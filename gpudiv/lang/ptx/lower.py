@@ -95,6 +95,9 @@ class _Frame:
 
 # Operand tags that may name a symbol or a negation (what `operand_notes` records).
 _NOTED_TAGS = frozenset("is!")
+# How a call through a function pointer is named among the calls left opaque
+# (`INDIRECT_CALL + "through R"`): warnings, and `check`'s launches, recognise it.
+INDIRECT_CALL = "indirect call "
 
 
 def _slot(base: str, offset: int) -> str:
@@ -737,7 +740,7 @@ class _KernelLowering:
             self.indirect_call(frame, pi, target, rets, args)
             return
         if callee is None or callee.body is None:
-            reason = f"{name}" if name else f"indirect call through {target[1]}"
+            reason = f"{name}" if name else f"{INDIRECT_CALL}through {target[1]}"
             if name is None and self.inline and self.summaries is None \
                     and any(f.body is not None and f.kind == "func"
                             for f in self.unit.functions.values()):
@@ -962,7 +965,7 @@ class _KernelLowering:
                       if len((callee := self.unit.functions[f]).params) == len(args)
                       and len(callee.rets) == len(rets)]
         if not candidates:
-            self.bodiless.setdefault(f"indirect call through {target[1]}", pi.line)
+            self.bodiless.setdefault(f"{INDIRECT_CALL}through {target[1]}", pi.line)
             self.opaque_call(frame, pi, rets, args)
             return
         pointer = self.value(frame, target)

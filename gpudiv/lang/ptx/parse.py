@@ -56,7 +56,7 @@ from gpudiv.lang.ptx.kernel import (
     _split_blocks,
     infer_generic_spaces,
 )
-from gpudiv.lang.ptx.lower import CallSummary, _Frame, _KernelLowering
+from gpudiv.lang.ptx.lower import INDIRECT_CALL, CallSummary, _Frame, _KernelLowering
 from gpudiv.lang.ptx.opcodes import (  # noqa: F401
     ASSIGN_ROOTS,
     ATOMIC_ROOTS,
@@ -285,9 +285,9 @@ class _Reader:
             names = ", ".join(sorted(lowering.unknown))
             self.warn(f"{what} {fn.name}: unknown opcodes treated as opaque (results "
                       f"divergent): {names}", loc)
-        bodiless = sorted(n for n in lowering.bodiless if not n.startswith("indirect "))
-        pointers = sorted(n[len("indirect call "):] for n in lowering.bodiless
-                          if n.startswith("indirect "))
+        bodiless = sorted(n for n in lowering.bodiless if not n.startswith(INDIRECT_CALL))
+        pointers = sorted(n[len(INDIRECT_CALL):] for n in lowering.bodiless
+                          if n.startswith(INDIRECT_CALL))
         if bodiless:
             self.warn(f"{what} {fn.name}: calls to functions without a body in this file are "
                       f"opaque (results divergent): {', '.join(bodiless)}", loc)
