@@ -17,9 +17,9 @@ newer than sm_80, else sm_80) and times `gpudiv analyze --analysis A --format js
 
 - `daemon`: one `gpudiv analyze A FILE` process per file as in `process`, while a
   `gpudiv daemon` started for the benchmark runs the command: the client's processor time
-  plus what the daemon used meanwhile (its own and its reaped children's, from
-  /proc/PID/stat, in clock ticks of 10 ms; hence the mean of `--repeat` runs, not the
-  median). Linux only.
+  plus what the daemon used meanwhile (its own, its living workers' and its reaped
+  children's, from /proc/PID/stat, in clock ticks of 10 ms; hence the mean of `--repeat`
+  runs, not the median). Linux only.
 
 It prints the ratio gpudiv / ptxas per file, per build (`-O3`, `-G`) and in total. The
 ratio, not an absolute time, is the figure to compare between machines.
@@ -160,6 +160,21 @@ def process_seconds(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_seconds(pid: int) -> float:
+    """`process_seconds` of process `pid` and of its living children (a daemon's workers
+    live across commands: their time is not yet in the daemon's reaped children's); read
+    again when the process's own figures changed meanwhile (a child it reaped then would
+    be counted twice or not at all)."""
+    while True:
+        own = process_seconds(pid)
+        children = 0.0
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                children += process_seconds(int(child))
+        if process_seconds(pid) == own:
+            return own + children
+
+
 class Daemon:
     """A `gpudiv daemon` of its own for the benchmark (context manager)."""
 
@@ -177,9 +192,9 @@ class Daemon:
 
     def seconds(self, command: list[str], cwd: str) -> float:
         """Processor seconds of one client process and of the daemon while it ran."""
-        before = process_seconds(self.pid)
+        before = tree_seconds(self.pid)
         client, _ = child_run(command, cwd, self.env)
-        return client + process_seconds(self.pid) - before
+        return client + tree_seconds(self.pid) - before
 
     def __exit__(self, *_exc) -> None:
         subprocess.run([*gpudiv_command(), "daemon", "stop", "--socket", self.socket],

@@ -2,7 +2,7 @@
 
 A Python process that imports clingo and the analyses costs about 0.1 s of processor time
 before it reads a line; `ptxas` assembles a small file in 0.02 s. `gpudiv daemon start`
-keeps one warm process (`gpudiv.cli.daemon`) that forks a child per command. This module
+keeps one warm process (`gpudiv.cli.daemon`) whose forked workers run the commands. This module
 is what every `gpudiv` command runs first, so it imports only the standard library: when
 a daemon of this installation is listening, it sends the command line, the working
 folder, the environment and its three standard streams (as file descriptors, so the
@@ -11,8 +11,9 @@ status; otherwise, or with `GPUDIV_NO_DAEMON` set, it runs `gpudiv.cli.main` its
 
 Protocol (one Unix socket connection per request): the client sends a 4-byte big-endian
 length and a `marshal`led tuple, with the descriptors attached to the first bytes; the
-daemon answers lines of ASCII text: `pid N` once the child runs, then `exit CODE SECONDS`
-(the child's status and processor seconds, sent after the daemon has reaped it), or
+daemon answers lines of ASCII text: `pid N` once a worker runs it, then `exit CODE
+SECONDS` (the command's status and processor seconds, once the worker has answered or,
+if it ended during the command, been reaped), or
 `stale` (the installation changed since the daemon started: the client runs the command
 itself), or a status line.
 """

@@ -3,12 +3,21 @@
 Start-up is most of what a `gpudiv` command on a small file costs: Python, clingo, the
 analyses and the rule files' syntax trees. The daemon pays for them once: it imports
 them, analyses a small built-in kernel under each analysis, freezes what start-up made
-(`gc.freeze`), and then forks one child per command that `gpudiv.command` sends. The
-child takes the client's working folder, environment, umask and standard streams (the
-client's own descriptors), runs `gpudiv.cli.main.main` on its command line and exits with
-its status; the daemon reaps it and sends the client the status and the child's
-processor time. A child is a fresh copy of the warm process, so one command cannot
-change what the next one sees.
+(`gc.freeze`), and then hands each command that `gpudiv.command` sends to a worker, a
+fork of the warm process. The worker takes the client's working folder, environment,
+umask and standard streams (the client's own descriptors), runs `gpudiv.cli.main.main`
+on its command line, gives the descriptors back (the client's pipes end with the command)
+and answers its exit status and processor time, which the daemon passes on.
+
+A worker then waits for the next command: a fresh fork pays for copying every page of
+the daemon's memory it writes to (on a small file, about as much as the analysis
+itself), a worker only once. Each command gets the client's folder, environment, umask,
+streams and signal handlers anew, and what the package remembers between calls in one
+process is keyed by the files' contents or modification times, as for any program that
+calls gpudiv's API repeatedly. A worker ends after `--reuse` commands (1: a fresh fork
+per command), after a command that was interrupted or failed inside gpudiv, that left a
+thread running, or that made it grow by more than `WORKER_GROWTH`; the daemon keeps at
+most `IDLE_WORKERS` waiting.
 
 The daemon listens on a Unix socket in a folder only its user may enter
 (`gpudiv.command.socket_path`), answers a client whose installation changed since it
@@ -24,13 +33,18 @@ import gc
 import importlib
 import marshal
 import os
+import resource
 import selectors
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from gpudiv.cli.common import EXIT_ERROR, EXIT_OK, CommandError
 from gpudiv.command import PROTOCOL, replies, request, socket_path
@@ -41,6 +55,9 @@ if TYPE_CHECKING:
 IDLE_TIMEOUT = 3600.0
 START_WAIT = 30.0  # seconds `start` waits for the daemon to listen
 REQUEST_LIMIT = 16 << 20  # bytes of one request (command line and environment)
+WORKER_COMMANDS = 100  # commands a worker runs before it ends (`--reuse`)
+WORKER_GROWTH = 256 << 20  # bytes of memory a worker may gain before it ends
+IDLE_WORKERS = 2  # workers kept waiting for the next command
 # What the daemon analyses once before it listens, under every analysis, so that the
 # rule files' syntax trees and the modules a command imports on first use are ready.
 WARM_UP_PTX = """
@@ -116,9 +133,9 @@ def _render_reports(analysed: FileAnalysis) -> None:
     jsontext.dumps_indented(documents.analysis_json([analysed]))
 
 
-def _child(argv: list[str], cwd: str, env: dict[str, str], umask: int,
-           encodings: list[tuple[str, str]], fds: list[int]) -> int:
-    """Run one command as the client would have run it; its exit status."""
+def _run_command(argv: list[str], cwd: str, env: dict[str, str], umask: int,
+                 encodings: list[tuple[str, str]], fds: list[int]) -> int:
+    """Run one command as the client would have run it (in a worker); its exit status."""
     from gpudiv.cli.main import main
 
     for number in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
@@ -154,9 +171,11 @@ def _child(argv: list[str], cwd: str, env: dict[str, str], umask: int,
     return code
 
 
-def _read_request(connection: socket.socket) -> tuple[tuple, list[int]]:
-    """One request: the unmarshalled tuple and the descriptors sent with it."""
-    connection.settimeout(10.0)  # a client that never finishes its request is dropped
+def _read_request(connection: socket.socket, timeout: float | None = 10.0
+                  ) -> tuple[tuple, list[int]]:
+    """One request: the unmarshalled tuple and the descriptors sent with it (`timeout`:
+    seconds a client may take to send it; None: wait as long as it takes)."""
+    connection.settimeout(timeout)  # a client that never finishes its request is dropped
     data, fds, _flags, _address = socket.recv_fds(connection, 65536, 3)
     if len(data) < 4:
         raise ValueError("short request")
@@ -175,56 +194,179 @@ def _read_request(connection: socket.socket) -> tuple[tuple, list[int]]:
     return message[1:], fds
 
 
-class Daemon:
-    """The accept loop: one forked child per `run` request, reaped as it ends."""
+def _cpu_seconds() -> float:
+    """Processor seconds (user + system) of this process and of the children it reaped."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
-    def __init__(self, listener: socket.socket, path: str, idle_timeout: float) -> None:
+
+def _resident_bytes() -> int:
+    """Bytes of memory this process has resident now (0 where /proc is missing)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _idle_signals() -> None:
+    """A worker between commands: a client's late Ctrl-C is ignored, SIGTERM and SIGHUP
+    end it (the daemon hands the next command to another)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for number in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+
+
+def _release_streams(saved: list[int]) -> None:
+    """After a command: its streams closed and descriptors 0, 1 and 2 back to the daemon's
+    (so that the client's pipes see their end as soon as the command is done)."""
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        if stream not in (sys.__stdin__, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()  # opened with closefd=False: the descriptor stays
+    for target, fd in enumerate(saved):
+        os.dup2(fd, target)
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+
+
+def _forget_command_state() -> None:
+    """What a command may leave behind that the next must not see: the temporary folder
+    `tempfile` chose from its environment and the package fingerprint of `--cache`
+    (computed once per process; a shipped rule file may have been edited since)."""
+    tempfile.tempdir = None
+    fingerprint = sys.modules.get("gpudiv.report.corpus_cache")
+    if fingerprint is not None:
+        fingerprint.code_fingerprint.cache_clear()
+
+
+def _should_retire(code: int, done: int, limit: int, grown: int, threads: int) -> bool:
+    """Whether a worker ends after a command instead of waiting for the next one: it has
+    run `limit` commands, the command was interrupted or failed inside gpudiv (state may
+    be half-changed), it left a thread running besides the main one (a later fork would
+    copy it half-way), or the worker has `grown` by more than `WORKER_GROWTH` bytes."""
+    return done >= limit or code in (130, 3) or threads > 1 or grown > WORKER_GROWTH
+
+
+def _serve_commands(channel: socket.socket, limit: int) -> NoReturn:
+    """A worker's life: run the commands the daemon sends on `channel`, one after another,
+    answering `done CODE SECONDS RETIRE` after each (the command's exit status and
+    processor seconds, and 1 when this worker ends now); end when the daemon closes the
+    channel or after `limit` commands."""
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    resident_at_start = _resident_bytes()
+    done = 0
+    while True:
+        _idle_signals()
+        try:
+            message, fds = _read_request(channel, timeout=None)
+        except (OSError, ValueError, EOFError, TypeError):
+            os._exit(0)  # the daemon closed the channel (stopping, or enough idle workers)
+        before = _cpu_seconds()
+        try:
+            code = _run_command(*message, fds)
+        except KeyboardInterrupt:  # Ctrl-C before the command's own handler was set
+            code = 130
+        except BaseException as error:  # noqa: BLE001 - the promise is: never a traceback
+            with contextlib.suppress(Exception):
+                print(f"gpudiv: internal error in the daemon: {type(error).__name__}: "
+                      f"{error}", file=sys.stderr, flush=True)
+            code = 3
+        code = code if isinstance(code, int) and 0 <= code < 256 else 1
+        _idle_signals()
+        _release_streams(saved)
+        _forget_command_state()
+        done += 1
+        retire = _should_retire(code, done, limit, _resident_bytes() - resident_at_start,
+                                threading.active_count())
+        try:
+            channel.sendall(f"done {code} {_cpu_seconds() - before:.6f} {int(retire)}\n"
+                            .encode())
+        except OSError:
+            os._exit(0)
+        if retire:
+            os._exit(0)
+
+
+@dataclass(eq=False)
+class _Worker:
+    """A forked worker as the daemon sees it: its channel and the client it serves now."""
+
+    pid: int
+    channel: socket.socket
+    client: socket.socket | None = None
+    reported: float = 0.0  # processor seconds of the commands it has answered
+    pending: bytes = b""
+
+
+class Daemon:
+    """The accept loop: each `run` request goes to an idle worker, or a newly forked one;
+    a worker's answer goes back to its client, and ended workers are reaped."""
+
+    def __init__(self, listener: socket.socket, path: str, idle_timeout: float,
+                 reuse: int = WORKER_COMMANDS) -> None:
         self.listener = listener
         self.path = path
         self.idle_timeout = idle_timeout
+        self.reuse = reuse
         self.watched = package_files()
         self.stamp = stamp_of(self.watched)
-        self.running: dict[int, socket.socket] = {}
+        self.workers: dict[int, _Worker] = {}  # by pid, until reaped
+        self.idle: list[_Worker] = []
         self.served = 0
         self.started = time.time()
         self.last_active = time.monotonic()
         self.stopping = False
 
+    @property
+    def running(self) -> int:
+        """How many commands run now."""
+        return sum(1 for worker in self.workers.values() if worker.client is not None)
+
     def serve(self) -> None:
-        """Accept requests until stopped, stale or idle; then wait for the children."""
+        """Accept requests until stopped, stale or idle; then wait for the commands."""
         wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, lambda *_: self._stop())
         signal.signal(signal.SIGINT, lambda *_: self._stop())
-        selector = selectors.DefaultSelector()
-        selector.register(self.listener, selectors.EVENT_READ)
-        selector.register(wake_read, selectors.EVENT_READ)
-        self.wake = (selector, wake_read, wake_write)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.selector.register(wake_read, selectors.EVENT_READ)
+        self.wake = (wake_read, wake_write)
         while not self.stopping or self.running:
             idle = self.last_active + self.idle_timeout - time.monotonic()
-            events = selector.select(timeout=max(idle, 0.01) if not self.running else None)
+            events = self.selector.select(timeout=max(idle, 0.01) if not self.running
+                                          else None)
             for key, _mask in events:
                 if key.fileobj is self.listener:
                     self._accept()
                 elif key.fileobj == wake_read:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_read, 4096)
+                else:
+                    self._hear(key.data)
             self._reap()
             if not self.running and time.monotonic() - self.last_active >= self.idle_timeout:
                 self._stop()
+        for worker in list(self.workers.values()):
+            self._close_channel(worker)
 
     def _stop(self) -> None:
         """Stop accepting: the socket goes at once, so that new commands run in their own
-        process; the loop ends when the running children have ended."""
+        process, and idle workers are told to end; the loop ends when the running
+        commands have ended."""
         if self.stopping:
             return
         self.stopping = True
-        self.wake[0].unregister(self.listener)
+        self.selector.unregister(self.listener)
         self.listener.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+        for worker in self.idle:
+            self._close_channel(worker)
+        self.idle.clear()
 
     def _accept(self) -> None:
         """Answer one connection."""
@@ -248,60 +390,159 @@ class Daemon:
                 os.close(fd)
             self._answer(connection, kind)
             return
-        _, argv, cwd, env, umask, encodings = message
-        pid = os.fork()
-        if pid == 0:  # the child: never returns to the loop
-            code = 3
-            try:
-                self.listener.close()
-                connection.close()
-                signal.set_wakeup_fd(-1)
-                for fd in self.wake[1:]:
-                    os.close(fd)
-                code = _child(argv, cwd, env, umask, encodings, fds)
-            except BaseException as error:  # noqa: BLE001 - the promise is: never a traceback
-                with contextlib.suppress(Exception):
-                    print(f"gpudiv: internal error in the daemon: {type(error).__name__}: "
-                          f"{error}", file=sys.stderr, flush=True)
-            finally:
-                os._exit(code if isinstance(code, int) and 0 <= code < 256 else 1)
+        worker = self._hand_over(message[1:], fds, connection)
         for fd in fds:
             os.close(fd)
+        if worker is None:  # no worker could take it: the client runs the command itself
+            connection.close()
+            return
         self.served += 1
-        self.running[pid] = connection
+        worker.client = connection
         with contextlib.suppress(OSError):
-            connection.sendall(f"pid {pid}\n".encode())
+            connection.sendall(f"pid {worker.pid}\n".encode())
+
+    def _hand_over(self, command: tuple, fds: list[int], connection: socket.socket
+                   ) -> _Worker | None:
+        """Send a command and its descriptors to an idle worker (one that has ended since
+        is dropped) or to a newly forked one; the worker, None when none could be had."""
+        payload = marshal.dumps((PROTOCOL, *command))
+        head = len(payload).to_bytes(4, "big") + payload
+        while self.idle:
+            worker = self.idle.pop()
+            if self._send(worker, head, fds):
+                return worker
+        worker = self._spawn(connection, fds)
+        return worker if worker is not None and self._send(worker, head, fds) else None
+
+    def _send(self, worker: _Worker, head: bytes, fds: list[int]) -> bool:
+        """Send a worker a request; False (and the worker dropped) when it has ended."""
+        try:
+            socket.send_fds(worker.channel, [head], fds)
+        except OSError:
+            self._close_channel(worker)
+            return False
+        return True
+
+    def _spawn(self, connection: socket.socket, fds: list[int]) -> _Worker | None:
+        """Fork a worker (None when the system refuses); `connection` and `fds` are the
+        request in hand, which the worker receives again through its channel."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return None
+        if pid == 0:  # the worker: never returns to the loop
+            try:
+                ours.close()
+                self._leave(connection, fds)
+                _serve_commands(theirs, self.reuse)
+            finally:
+                os._exit(3)
+        theirs.close()
+        ours.setblocking(False)
+        worker = _Worker(pid, ours)
+        self.workers[pid] = worker
+        self.selector.register(ours, selectors.EVENT_READ, worker)
+        return worker
+
+    def _leave(self, connection: socket.socket, fds: list[int]) -> None:
+        """In a new worker: close what belongs to the daemon (its socket, the clients'
+        connections and descriptors, the other workers' channels, its wake-up pipe and
+        selector): a client's pipe held open here would never see its end."""
+        signal.set_wakeup_fd(-1)
+        self.listener.close()
+        connection.close()
+        for fd in fds:
+            os.close(fd)
+        for worker in self.workers.values():
+            worker.channel.close()
+            if worker.client is not None:
+                worker.client.close()
+        for fd in self.wake:
+            os.close(fd)
+        self.selector.close()
+
+    def _hear(self, worker: _Worker) -> None:
+        """Read what a worker has sent: each `done` goes to its client as `exit`."""
+        while True:
+            try:
+                chunk = worker.channel.recv(4096)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:  # it has ended: its status comes when it is reaped
+                self._close_channel(worker)
+                return
+            worker.pending += chunk
+            while b"\n" in worker.pending:
+                line, worker.pending = worker.pending.split(b"\n", 1)
+                self._done(worker, line.decode("ascii", "replace").split())
+
+    def _done(self, worker: _Worker, words: list[str]) -> None:
+        """A worker's `done CODE SECONDS RETIRE`: answer its client; keep the worker for
+        the next command unless it retires, the daemon stops or enough others wait."""
+        if words[:1] != ["done"] or len(words) != 4 or worker.client is None:
+            return
+        _, code, seconds, retire = words
+        worker.reported += float(seconds)
+        self._answer_client(worker, f"exit {code} {seconds}\n")
+        if retire == "1" or self.stopping or len(self.idle) >= IDLE_WORKERS:
+            self._close_channel(worker)  # it ends by itself on reading the end
+        else:
+            self.idle.append(worker)
+
+    def _answer_client(self, worker: _Worker, line: str) -> None:
+        """Send a worker's client its last line and let it go."""
+        with contextlib.suppress(OSError):
+            worker.client.sendall(line.encode())
+        worker.client.close()
+        worker.client = None
+        self.last_active = time.monotonic()
+
+    def _close_channel(self, worker: _Worker) -> None:
+        """Stop listening to a worker (it ends when it reads the channel's end)."""
+        if worker.channel.fileno() != -1:
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(worker.channel)
+            worker.channel.close()
+        if worker in self.idle:
+            self.idle.remove(worker)
 
     def _answer(self, connection: socket.socket, kind: str | None) -> None:
         """A `status`, `stop` or `stale` answer."""
         with contextlib.suppress(OSError):
             if kind == "status":
                 connection.sendall(f"status {os.getpid()} {self.started:.0f} {self.served} "
-                                   f"{len(self.running)}\n".encode())
+                                   f"{self.running}\n".encode())
             elif kind in ("stop", "stale"):
                 connection.sendall(f"{kind}\n".encode())
                 self._stop()
         connection.close()
 
     def _reap(self) -> None:
-        """Send each ended child's status and processor seconds to its client."""
-        while self.running:
+        """Forget ended workers; the client of one that ended during a command gets its
+        exit status (128 + the signal's number when killed) and processor seconds."""
+        while self.workers:
             try:
                 pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            connection = self.running.pop(pid, None)
-            if connection is None:
+            worker = self.workers.pop(pid, None)
+            if worker is None:
                 continue
-            code = os.waitstatus_to_exitcode(status)
-            code = 128 - code if code < 0 else code  # killed by a signal: 128 + number
-            seconds = usage.ru_utime + usage.ru_stime
-            with contextlib.suppress(OSError):
-                connection.sendall(f"exit {code} {seconds:.6f}\n".encode())
-            connection.close()
-            self.last_active = time.monotonic()
+            if worker.client is not None and worker.channel.fileno() != -1:
+                self._hear(worker)  # a `done` it sent before ending
+            if worker.client is not None:
+                code = os.waitstatus_to_exitcode(status)
+                code = 128 - code if code < 0 else code
+                seconds = max(usage.ru_utime + usage.ru_stime - worker.reported, 0.0)
+                self._answer_client(worker, f"exit {code} {seconds:.6f}\n")
+            self._close_channel(worker)
 
 
 def _listen(path: str) -> socket.socket:
@@ -335,14 +576,14 @@ def _private_folder(path: str) -> None:
                            "(mode 700)")
 
 
-def serve(path: str, idle_timeout: float) -> int:
+def serve(path: str, idle_timeout: float, reuse: int = WORKER_COMMANDS) -> int:
     """Warm up, listen at `path` and serve until stopped (the daemon process's body)."""
     listener = _listen(path)
     try:
         warm_up()
         gc.collect()
         gc.freeze()
-        Daemon(listener, path, idle_timeout).serve()
+        Daemon(listener, path, idle_timeout, reuse).serve()
     finally:
         if listener.fileno() != -1:
             listener.close()
@@ -368,7 +609,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     if not args.socket and args.action in ("start", "serve"):
         _private_folder(path)
     if args.action == "serve":
-        return serve(path, args.idle_timeout)
+        return serve(path, args.idle_timeout, args.reuse)
     status = _status(path)
     if args.action == "status":
         if status is None:
@@ -393,10 +634,10 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     if status is not None:
         print(f"gpudiv daemon: already running, pid {status[1]} ({path})")
         return EXIT_OK
-    return _start(path, args.idle_timeout)
+    return _start(path, args.idle_timeout, args.reuse)
 
 
-def _start(path: str, idle_timeout: float) -> int:
+def _start(path: str, idle_timeout: float, reuse: int) -> int:
     """Start a daemon process in its own session and wait until it answers."""
     try:
         log = open(path + ".log", "ab")  # noqa: SIM115 - closed once the daemon has it
@@ -407,7 +648,7 @@ def _start(path: str, idle_timeout: float) -> int:
             # -P: no working folder on sys.path, as for the `gpudiv` script; the children
             # change folder, and a module there must never shadow gpudiv's.
             [sys.executable, "-P", "-m", "gpudiv.cli", "daemon", "serve", "--socket", path,
-             "--idle-timeout", str(idle_timeout)],
+             "--idle-timeout", str(idle_timeout), "--reuse", str(reuse)],
             cwd="/", stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             env={**os.environ, "GPUDIV_NO_DAEMON": "1"})
     if not _wait_for(lambda: process.poll() is not None or _status(path) is not None,
@@ -432,7 +673,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     daemon = sub.add_parser(
         "daemon", help="keep a warm gpudiv process that runs later commands",
         description="Start, stop or describe a warm gpudiv process. While it runs, every "
-                    "`gpudiv` command of this installation is run by a fork of it, "
+                    "`gpudiv` command of this installation is run by a fork of it (a "
+                    "worker, which runs up to --reuse commands one after another), "
                     "without Python's and clingo's start-up (GPUDIV_NO_DAEMON=1 runs a "
                     "command in its own process).")
     daemon.add_argument("action", choices=("start", "stop", "status", "serve"),
@@ -441,4 +683,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "installation; GPUDIV_DAEMON_SOCKET)")
     daemon.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, metavar="S",
                         help="stop after S seconds without a command")
+    daemon.add_argument("--reuse", type=_positive_count, default=WORKER_COMMANDS,
+                        metavar="N",
+                        help="commands a worker runs one after another before it ends (1: a "
+                             "fresh fork of the warm process for every command)")
     daemon.set_defaults(handler=cmd_daemon)
+
+
+def _positive_count(text: str) -> int:
+    """`--reuse`'s value: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value

@@ -60,12 +60,12 @@ def served(socket: str) -> int:
 
 
 @contextlib.contextmanager
-def daemon_in(folder: str, **env: str):
-    """A daemon listening in `folder` (started with `env` added to the environment),
-    stopped afterwards."""
+def daemon_in(folder: str, *options: str, **env: str):
+    """A daemon listening in `folder` (started with `options` and with `env` added to the
+    environment), stopped afterwards."""
     socket = os.path.join(folder, "d.sock")
-    started = gpudiv(["daemon", "start", "--socket", socket, "--idle-timeout", "300"], "/",
-                     None, **env)
+    started = gpudiv(["daemon", "start", "--socket", socket, "--idle-timeout", "300",
+                      *options], "/", None, **env)
     assert started.returncode == 0, started.stdout + started.stderr
     assert started.stdout.startswith("gpudiv daemon: running, pid ")
     try:
@@ -195,6 +195,64 @@ def test_a_socket_nobody_listens_on_is_ignored(socket_folder, tmp_path):
     assert done.returncode == 0 and "kernel vec_add" in done.stdout
 
 
+def run_through(socket: str, args: list[str], cwd: Path | str) -> tuple[int, int]:
+    """Send `gpudiv ARGS` to the daemon as the client does, its output thrown away; the
+    process that ran it and its exit status."""
+    from gpudiv.command import replies, request
+
+    with open(os.devnull, "r+b") as nothing:
+        fd = nothing.fileno()
+        connection = request(socket, ("run", args, str(cwd), environment(socket), 0o022,
+                                      [("utf-8", "strict")] * 3), [fd, fd, fd])
+        assert connection is not None
+        try:
+            words = list(replies(connection))
+        finally:
+            connection.close()
+    assert [w[0] for w in words] == ["pid", "exit"], words
+    return int(words[0][1]), int(words[1][1])
+
+
+def test_a_worker_runs_commands_one_after_another(shared, tmp_path):
+    """The first command pays for the copies of the daemon's pages it touches; the next
+    runs in the same worker."""
+    first = run_through(shared, ["analyze", "--analysis", "simple", SAMPLE], tmp_path)
+    second = run_through(shared, ["analyze", "missing.ptx"], tmp_path)
+    third = run_through(shared, ["analyze", "--analysis", "simple", SAMPLE], tmp_path)
+    assert (first[1], second[1], third[1]) == (0, 2, 0)
+    assert first[0] == second[0] == third[0]
+
+
+def test_reuse_1_forks_afresh_for_every_command(socket_folder, tmp_path):
+    with daemon_in(socket_folder, "--reuse", "1") as socket:
+        pids = {run_through(socket, ["analyze", "--analysis", "simple", SAMPLE], tmp_path)[0]
+                for _ in range(3)}
+    assert len(pids) == 3
+
+
+def test_reuse_must_be_a_positive_count(tmp_path):
+    done = gpudiv(["daemon", "start", "--socket", str(tmp_path / "d.sock"), "--reuse", "0"],
+                  "/", None)
+    assert done.returncode == 2 and "--reuse" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_what_a_command_changes_does_not_reach_the_next(shared, tmp_path):
+    """Folder and environment are the client's for every command a worker runs: after a
+    command with `COLUMNS=50` in one folder, one without it in another gives what its own
+    process gives."""
+    rules = "seen(V) :- var(V, _).\n#show seen/1.\n"
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "mine.lp").write_text(rules)
+    args = ["solve", SAMPLE, "--rules", "mine.lp"]
+    narrow = gpudiv(args, tmp_path / "a", shared, COLUMNS="50")
+    assert narrow.returncode == 0, narrow.stderr
+    here = gpudiv(args, tmp_path / "b", None)
+    there = gpudiv(args, tmp_path / "b", shared)
+    assert there.returncode == here.returncode == 0, there.stderr
+    assert there.stdout == here.stdout
+
+
 def test_start_twice_and_status(shared):
     again = gpudiv(["daemon", "start", "--socket", shared], "/", None)
     assert again.returncode == 0 and "already running" in again.stdout
@@ -251,3 +309,15 @@ def test_the_warm_up_loads_what_reports_need(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120, check=True).stdout.split()
     assert out == ["rich.console", "gpudiv.report.documents", "gpudiv.report.jsontext"]
+
+
+@pytest.mark.parametrize(("code", "done", "grown", "threads", "retires"), [
+    (0, 1, 0, 1, False), (1, 5, 10 << 20, 1, False), (2, 99, 0, 1, False),
+    (0, 100, 0, 1, True),  # its `--reuse` commands are done
+    (130, 1, 0, 1, True),  # interrupted: the command may have stopped half-way
+    (3, 1, 0, 1, True),  # an internal error
+    (0, 1, daemon_module.WORKER_GROWTH + 1, 1, True),  # grew too much
+    (0, 1, 0, 2, True),  # left a thread running
+])
+def test_when_a_worker_retires(code, done, grown, threads, retires):
+    assert daemon_module._should_retire(code, done, 100, grown, threads) is retires
