@@ -153,6 +153,7 @@ def test_the_clients_environment_reaches_the_command(shared, tmp_path):
     assert there.stdout == here.stdout
 
 
+@pytest.mark.slow
 def test_a_stale_daemon_steps_aside_and_stops(socket_folder, tmp_path):
     # A copy of the package of its own, first on the path, whose module this test edits
     # (editing the installed one would stop every other test's daemon).
@@ -223,6 +224,7 @@ def test_a_worker_runs_commands_one_after_another(shared, tmp_path):
     assert first[0] == second[0] == third[0]
 
 
+@pytest.mark.slow
 def test_reuse_1_forks_afresh_for_every_command(socket_folder, tmp_path):
     with daemon_in(socket_folder, "--reuse", "1") as socket:
         pids = {run_through(socket, ["analyze", "--analysis", "simple", SAMPLE], tmp_path)[0]
@@ -236,6 +238,7 @@ def test_reuse_must_be_a_positive_count(tmp_path):
     assert done.returncode == 2 and "--reuse" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_what_a_command_changes_does_not_reach_the_next(shared, tmp_path):
     """Folder and environment are the client's for every command a worker runs: after a
     command with `COLUMNS=50` in one folder, one without it in another gives what its own

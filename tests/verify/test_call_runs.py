@@ -20,7 +20,8 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 RECURSION = [SAMPLES / "cuda" / f"recursion.{build}.ptx" for build in ("O3", "G")]
 
 
-@pytest.mark.parametrize("path", RECURSION, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [RECURSION[0], pytest.param(RECURSION[1], marks=pytest.mark.slow)],
+                         ids=lambda p: p.name)
 @pytest.mark.parametrize("analysis", [pytest.param("simple", marks=pytest.mark.slow),
                                       "affine2"])
 def test_recursive_kernels_are_checked(path, analysis):
@@ -151,7 +152,8 @@ def test_kernels_that_call_through_pointers_are_checked(build):
     assert all(r.runs == 5 and r.uses_checked > 0 and not r.violations for r in reports)
 
 
-@pytest.mark.parametrize("name", ["recursion.O3.ptx", "function_pointers.G.ptx"])
+@pytest.mark.parametrize("name", [pytest.param("recursion.O3.ptx", marks=pytest.mark.slow),
+                                  "function_pointers.G.ptx"])
 def test_rewrites_of_kernels_whose_calls_run_as_calls_are_verified(name):
     """`transform --verify` runs the original and the printed result with their calls
     as calls (each re-read from its own text) and the oracle on the result."""

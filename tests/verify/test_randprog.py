@@ -189,6 +189,7 @@ def test_cycles_mode_programs_parse_build_and_solve(start: int) -> None:
         _check_barriers_top_level(kernel, ssa, result)
 
 
+@pytest.mark.slow
 def test_cycles_mode_shapes_appear() -> None:
     """Across seeds: irreducible cycles entered on uniform and on thread-dependent values,
     switch chains with several exits, cycles nested in irreducible ones, rejoin points and
