@@ -93,8 +93,10 @@ def analysis(name: str = "affine", degree: int = 1, options: Mapping[str, bool] 
     if degree not in DEGREE_RULES:
         raise ValueError(f"unsupported degree {degree} (1 or 2)")
     files = tuple(shipped_rule(f) for f in RULE_FILES + DEGREE_RULES[degree]) + extra_rules
+    # Copies are folded for the shipped rules alone: an extra rule file (explain's
+    # because/4, deadlock.lp) may read a copy's own facts.
     return Analysis(name, files, partial(build_result, degree=degree), option_facts(options),
-                    budget)
+                    budget, fold_copies=not extra_rules)
 
 
 def analyze_kernel(kernel: ir.Kernel, name: str = "affine", degree: int = 1,

@@ -21,6 +21,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from gpudiv import ir
+from gpudiv.analyses.copies import Folding, plain_copies, unfold
 from gpudiv.analyses.facts import RELATIONS, facts_text
 from gpudiv.analyses.launch_shape import BlockShape, kernel_shape
 from gpudiv.analyses.results import KernelResult
@@ -116,12 +117,14 @@ def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
 
 
 def timed_facts(ssa: SSAForm, prefix: str = "", relations: frozenset[str] | None = None,
-                shape: BlockShape | None = None) -> tuple[str, float]:
+                shape: BlockShape | None = None, folding: Folding | None = None
+                ) -> tuple[str, float]:
     """The facts of an SSA form (names behind `prefix`, only `relations` when given, for
-    a launch with block `shape`) and the milliseconds it took."""
+    a launch with block `shape`, plain copies of `folding` folded) and the milliseconds
+    it took."""
     start = time.perf_counter()
     with paused_gc():
-        facts = facts_text(ssa, prefix, relations, shape)
+        facts = facts_text(ssa, prefix, relations, shape, folding.root if folding else None)
     return facts, (time.perf_counter() - start) * 1000
 
 
@@ -171,6 +174,7 @@ class _Prepared:
     facts: str = ""
     shape: BlockShape | None = None
     shape_warning: str | None = None
+    folding: Folding | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,9 @@ class Analysis:
     extra: str = ""
     # Limits on clingo runs (None: gpudiv.analyses.solve's default, which limits only users' rules).
     budget: Budget | None = None
+    # Whether plain copies are solved as their roots (`gpudiv.analyses.copies`): only for
+    # rule files that treat a copy as its operand, as the shipped analyses do.
+    fold_copies: bool = False
 
     @cached_property
     def shares_runs(self) -> bool:
@@ -257,7 +264,8 @@ class Analysis:
             ssa, ssa_ms = outcome
             shape, warning = kernel_shape(kernel, block)
             prepared[i] = _Prepared(kernel, ssa, {"ssa": ssa_ms}, shape=shape,
-                                    shape_warning=warning)
+                                    shape_warning=warning,
+                                    folding=plain_copies(ssa) if self.fold_copies else None)
             report("preparing", i + 1, len(kernels))
         if len(prepared) > 1 and self.shares_runs:
             for group in _groups(prepared, self.relations):
@@ -282,7 +290,7 @@ class Analysis:
     def _solve_alone(self, p: _Prepared) -> KernelResult | RuleError:
         """One clingo run for one kernel, with its names as they are."""
         p.facts, p.timing["facts"] = timed_facts(p.ssa, relations=self.relations,
-                                                 shape=p.shape)
+                                                 shape=p.shape, folding=p.folding)
         try:
             return self._result(p, solve(list(self.rule_files), p.facts, self.extra,
                                          budget=self.budget, hide=UNREAD_RELATIONS))
@@ -290,6 +298,8 @@ class Analysis:
             return error
 
     def _result(self, p: _Prepared, solved: SolveResult) -> KernelResult:
+        if p.folding:
+            unfold(solved.atoms, p.folding, p.ssa)
         timing = {**p.timing, "ground": solved.ground_ms, "solve": solved.solve_ms}
         result = self.build(self.name, p.kernel, p.ssa, solved, timing)
         result.block = p.shape
@@ -314,7 +324,8 @@ def _groups(prepared: dict[int, _Prepared], relations: frozenset[str] | None
     for i, p in prepared.items():
         if not _separable(p.ssa):
             continue
-        p.facts, p.timing["facts"] = timed_facts(p.ssa, namespace(i), relations, p.shape)
+        p.facts, p.timing["facts"] = timed_facts(p.ssa, namespace(i), relations, p.shape,
+                                                 p.folding)
         if not groups or size + len(p.facts) > JOINT_FACTS_LIMIT:
             groups.append([])
             size = 0

@@ -8,7 +8,7 @@ integers that do not fit clingo's 32-bit integers are never emitted as numbers.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from gpudiv import ir
 from gpudiv.analyses.invariants import invariant_values
@@ -55,15 +55,18 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _namer(namespace: str) -> Callable[[str], str]:
-    """`quote` for names of blocks, loops and variables, with the namespace in front;
+def _namer(namespace: str, instead: Mapping[str, str] | None = None
+           ) -> Callable[[str], str]:
+    """`quote` for names of blocks, loops and variables, with the namespace in front
+    (and a variable of `instead` named by its value there: a folded copy by its root);
     each name is quoted once (a variable's name is in a dozen facts)."""
     quoted: dict[str, str] = {}
+    instead = instead or {}
 
     def named(name: str) -> str:
         text = quoted.get(name)
         if text is None:
-            text = quoted[name] = quote(namespace + name)
+            text = quoted[name] = quote(namespace + instead.get(name, name))
         return text
 
     return named
@@ -105,7 +108,8 @@ def graph_facts(cfg: ControlFlowGraph, namespace: str = "") -> list[str]:
 
 def kernel_facts(ssa: SSAForm, namespace: str = "",
                  shape: BlockShape | None = None,
-                 relations: Collection[str] | None = None) -> list[str]:
+                 relations: Collection[str] | None = None,
+                 folded: Mapping[str, str] | None = None) -> list[str]:
     """All facts of one kernel, one atom per string (without the final dot); with
     `relations`, the facts of some other relations may be left out too (`facts_text`
     keeps only those; building the memory facts, def_kind/2, def_line/2 and the operands
@@ -115,14 +119,17 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     front of operators, kinds or spaces), so that the facts of several kernels can share
     one ground program without their names meeting (`gpudiv.analyses.driver`). A known
     block `shape` makes some special registers constant or warp-uniform
-    (`gpudiv.analyses.launch_shape`).
+    (`gpudiv.analyses.launch_shape`). `folded` maps plain copies to their roots
+    (`gpudiv.analyses.copies`): they have no facts of their own and their roots stand
+    wherever they are read.
     """
     cfg = ssa.cfg
     kernel = cfg.kernel
     instrs = kernel.by_id()
     out: list[str] = []
     add = out.append
-    q = _namer(namespace)
+    q = _namer(namespace, folded)
+    folded = folded or {}
     wanted = RELATIONS.keys() if relations is None else relations
     assigns = not ASSIGN_RELATIONS.isdisjoint(wanted)
     loads = not LOAD_RELATIONS.isdisjoint(wanted)
@@ -168,6 +175,8 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     for name in sorted(invariant_values(ssa)):
         add(f"invariant_value({q(name)})")
     for var in ssa.variables.values():
+        if var.name in folded:
+            continue
         name = q(var.name)
         add(f"var({name},{quote(var.source)})")
         if "def_kind" in wanted:
@@ -415,10 +424,12 @@ def _operand_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: 
 
 def facts_text(ssa: SSAForm, namespace: str = "",
                relations: Collection[str] | None = None,
-               shape: BlockShape | None = None) -> str:
+               shape: BlockShape | None = None,
+               folded: Mapping[str, str] | None = None) -> str:
     """The facts of one kernel as one ASP program text (only `relations`, when given),
-    for a launch with the given block shape (None: any)."""
-    atoms = kernel_facts(ssa, namespace, shape, relations)
+    for a launch with the given block shape (None: any), plain copies folded into their
+    roots (`folded`, see `kernel_facts`)."""
+    atoms = kernel_facts(ssa, namespace, shape, relations, folded)
     if relations is None:
         return "".join(f"{atom}.\n" for atom in atoms)
     return "".join(f"{atom}.\n" for atom in atoms if atom[:atom.find("(")] in relations)

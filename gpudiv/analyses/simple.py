@@ -88,7 +88,8 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
 
 def analysis(name: str = "simple") -> Analysis:
     """The simple analysis as a driver (`Analysis.run` for many kernels at once)."""
-    return Analysis(name, tuple(shipped_rule(f) for f in RULE_FILES), build_result)
+    return Analysis(name, tuple(shipped_rule(f) for f in RULE_FILES), build_result,
+                    fold_copies=True)
 
 
 def analyze_kernel(kernel: ir.Kernel, name: str = "simple") -> KernelResult:
