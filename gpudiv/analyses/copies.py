@@ -1,8 +1,8 @@
 """Copy folding: the shipped divergence analyses solve a plain copy as its source.
 
 A `-G` build, and any kernel whose calls are inlined, is mostly copies: `mov`, the
-parameter and return-value passing of every inlined call, widening `cvt`s (5,660 of the
-7,942 assignments of particle_library.G's largest kernel). Each shipped divergence
+parameter and return-value passing of every inlined call, widening `cvt`s (5,247 of the
+8,176 variables of particle_library.G's largest kernel). Each shipped divergence
 analysis gives a plain copy `V = U` exactly what it gives U: divergence.lp reads only
 its operand (`divergent`, and `constant` through `copy/2`), affine.lp's `af_pcopy` takes
 U's coefficients and ⊥ (Sampaio 2013 §3.4 and §4, the rules of copies). So the driver
