@@ -22,7 +22,7 @@ from gpudiv.cli.common import (
     one_line_errors,
     progress_display,
 )
-from gpudiv.ir.perf import start_up
+from gpudiv.ir.perf import paused_gc, start_up
 
 if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpudiv --help`)
     from gpudiv.report.corpus import FileOutcome
@@ -50,7 +50,17 @@ def _corpus_cache(folder: str | None) -> CorpusCache | None:
 
 @one_line_errors
 def cmd_analyze(args: argparse.Namespace) -> int:
-    """Analyse files and folders; print or write the report."""
+    """Analyse files and folders; print or write the report. The cyclic garbage collector
+    is paused for the whole command, not only inside each stage: at the end of a stage it
+    scanned all the IR, SSA forms and results the stage had made, which were to live on
+    (about a tenth of the time of particle_library.G; over all the samples in one
+    process, 10% less time for 6% more peak memory, the cyclic garbage of 104 files)."""
+    with paused_gc():
+        return _analyze(args)
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    """`cmd_analyze` without the collector's pause."""
     with start_up():  # imports make objects that live as long as the process
         from gpudiv.report.corpus import analyze_corpus, collect_inputs, job_count, summarize
         from gpudiv.report.documents import (
