@@ -49,20 +49,27 @@ def socket_path() -> str:
 def request(path: str, message: tuple, fds: list[int] = ()) -> _socket.socket | None:
     """A connection to the daemon at `path` with `message` (and the descriptors `fds`,
     attached to its first bytes) sent; None when no daemon listens there."""
-    payload = marshal.dumps((PROTOCOL, *message))
-    head = len(payload).to_bytes(4, "big") + payload
-    rights = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
     connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         connection.connect(path)
-        sent = connection.sendmsg([head], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
-                                            rights)] if fds else [])
-        if sent < len(head):  # never a send of nothing: the daemon may have answered
-            connection.sendall(head[sent:])
+        send_request(connection, message, fds)
     except OSError:
         connection.close()
         return None
     return connection
+
+
+def send_request(connection, message: tuple, fds: list[int] = ()) -> None:
+    """Send one request on a connected blocking Unix socket: its length, the `marshal`led
+    message and, attached to the first bytes, the descriptors `fds` (OSError on failure).
+    A message larger than the socket's buffer (a large environment) goes in several sends."""
+    payload = marshal.dumps((PROTOCOL, *message))
+    head = len(payload).to_bytes(4, "big") + payload
+    rights = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+    sent = connection.sendmsg([head], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)]
+                              if fds else [])
+    if sent < len(head):  # never a send of nothing: the daemon may have answered
+        connection.sendall(head[sent:])
 
 
 def replies(connection: _socket.socket):

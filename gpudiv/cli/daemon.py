@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from gpudiv.cli.common import EXIT_ERROR, EXIT_OK, CommandError
-from gpudiv.command import PROTOCOL, replies, request, socket_path
+from gpudiv.command import PROTOCOL, replies, request, send_request, socket_path
 
 if TYPE_CHECKING:
     from gpudiv.api import FileAnalysis
@@ -405,22 +405,24 @@ class Daemon:
                    ) -> _Worker | None:
         """Send a command and its descriptors to an idle worker (one that has ended since
         is dropped) or to a newly forked one; the worker, None when none could be had."""
-        payload = marshal.dumps((PROTOCOL, *command))
-        head = len(payload).to_bytes(4, "big") + payload
         while self.idle:
             worker = self.idle.pop()
-            if self._send(worker, head, fds):
+            if self._send(worker, command, fds):
                 return worker
         worker = self._spawn(connection, fds)
-        return worker if worker is not None and self._send(worker, head, fds) else None
+        return worker if worker is not None and self._send(worker, command, fds) else None
 
-    def _send(self, worker: _Worker, head: bytes, fds: list[int]) -> bool:
-        """Send a worker a request; False (and the worker dropped) when it has ended."""
+    def _send(self, worker: _Worker, command: tuple, fds: list[int]) -> bool:
+        """Send a worker a request as a client sends one (`gpudiv.command.send_request`),
+        blocking until all of it is sent (the worker reads it whole before anything else);
+        False (and the worker dropped) when it has ended."""
+        worker.channel.setblocking(True)
         try:
-            socket.send_fds(worker.channel, [head], fds)
+            send_request(worker.channel, command, fds)
         except OSError:
             self._close_channel(worker)
             return False
+        worker.channel.setblocking(False)
         return True
 
     def _spawn(self, connection: socket.socket, fds: list[int]) -> _Worker | None:

@@ -196,16 +196,17 @@ def test_a_socket_nobody_listens_on_is_ignored(socket_folder, tmp_path):
     assert done.returncode == 0 and "kernel vec_add" in done.stdout
 
 
-def run_through(socket: str, args: list[str], cwd: Path | str) -> tuple[int, int]:
-    """Send `gpudiv ARGS` to the daemon as the client does, its output thrown away; the
-    process that ran it and its exit status."""
+def run_through(socket: str, args: list[str], cwd: Path | str, **env: str) -> tuple[int, int]:
+    """Send `gpudiv ARGS` to the daemon as the client does (with `env` added to the
+    environment), its output thrown away; the process that ran it and its exit status."""
     from gpudiv.command import replies, request
 
     with open(os.devnull, "r+b") as nothing:
         fd = nothing.fileno()
-        connection = request(socket, ("run", args, str(cwd), environment(socket), 0o022,
-                                      [("utf-8", "strict")] * 3), [fd, fd, fd])
+        connection = request(socket, ("run", args, str(cwd), environment(socket, **env),
+                                      0o022, [("utf-8", "strict")] * 3), [fd, fd, fd])
         assert connection is not None
+        connection.settimeout(30)  # a command that never answers fails the test, not hangs
         try:
             words = list(replies(connection))
         finally:
@@ -222,6 +223,14 @@ def test_a_worker_runs_commands_one_after_another(shared, tmp_path):
     third = run_through(shared, ["analyze", "--analysis", "simple", SAMPLE], tmp_path)
     assert (first[1], second[1], third[1]) == (0, 2, 0)
     assert first[0] == second[0] == third[0]
+
+
+def test_a_request_larger_than_the_channel_buffer_reaches_the_worker(shared, tmp_path):
+    """A megabyte of environment is more than a socket pair holds at once: the daemon
+    sends it to the worker in several sends (one send left the worker waiting for the
+    rest and the client for its answer)."""
+    large = {f"LARGE_{i}": "x" * 100_000 for i in range(10)}
+    assert run_through(shared, ["analyze", "missing.ptx"], tmp_path, **large)[1] == 2
 
 
 @pytest.mark.slow
