@@ -8,7 +8,6 @@ files come back as `RuleError` with the file, line and column clingo reported.
 from __future__ import annotations
 
 import atexit
-import os
 import re
 import time
 from collections import defaultdict
@@ -20,6 +19,7 @@ from pathlib import Path
 import clingo
 
 from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
+from gpudiv.ir.perf import memory_bytes
 
 
 class RuleError(Exception):
@@ -378,22 +378,13 @@ def users_rule_files(rule_files: list[Path | str]) -> list[str]:
     return [str(p) for p in rule_files if Path(p).resolve().parent != shipped]
 
 
-def _memory_in_use() -> int:
-    """Bytes of address space this process maps now (0 where /proc is missing)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return pages * os.sysconf("SC_PAGE_SIZE")
-
-
 def _cap_memory(megabytes: int) -> None:
     """In the child: cap the address space at what it maps now plus `megabytes` MiB."""
     import resource
 
     if megabytes <= 0:
         return
-    limit = _memory_in_use() + megabytes * 2**20
+    limit = memory_bytes() + megabytes * 2**20
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)

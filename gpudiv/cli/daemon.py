@@ -43,11 +43,11 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from gpudiv.cli.common import EXIT_ERROR, EXIT_OK, CommandError
 from gpudiv.command import PROTOCOL, replies, request, send_request, socket_path
+from gpudiv.ir.perf import memory_bytes
 
 if TYPE_CHECKING:
     from gpudiv.api import FileAnalysis
@@ -201,15 +201,6 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def _resident_bytes() -> int:
-    """Bytes of memory this process has resident now (0 where /proc is missing)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return pages * os.sysconf("SC_PAGE_SIZE")
-
-
 def _idle_signals() -> None:
     """A worker between commands: a client's late Ctrl-C is ignored, SIGTERM and SIGHUP
     end it (the daemon hands the next command to another)."""
@@ -254,7 +245,7 @@ def _serve_commands(channel: socket.socket, limit: int) -> NoReturn:
     processor seconds, and 1 when this worker ends now); end when the daemon closes the
     channel or after `limit` commands."""
     saved = [os.dup(fd) for fd in (0, 1, 2)]
-    resident_at_start = _resident_bytes()
+    resident_at_start = memory_bytes(resident=True)
     done = 0
     while True:
         _idle_signals()
@@ -277,8 +268,8 @@ def _serve_commands(channel: socket.socket, limit: int) -> NoReturn:
         _release_streams(saved)
         _forget_command_state()
         done += 1
-        retire = _should_retire(code, done, limit, _resident_bytes() - resident_at_start,
-                                threading.active_count())
+        grown = memory_bytes(resident=True) - resident_at_start
+        retire = _should_retire(code, done, limit, grown, threading.active_count())
         try:
             channel.sendall(f"done {code} {_cpu_seconds() - before:.6f} {int(retire)}\n"
                             .encode())

@@ -1,4 +1,5 @@
-"""Process-level tuning: pausing Python's cyclic garbage collector.
+"""Process-level tuning and measures: pausing Python's cyclic garbage collector, and the
+memory the process uses (`memory_bytes`).
 
 Parsing, CFG and SSA construction allocate millions of small objects that stay alive; each
 allocation burst makes the cyclic collector rescan every live object, which turned the
@@ -13,8 +14,10 @@ a third of the collections of a small file's analysis only rescanned them (issue
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 
 @contextmanager
@@ -49,3 +52,13 @@ def started() -> None:
     `gpudiv.cli.main` again) only pauses the collector while it starts."""
     global _started
     _started = True
+
+
+def memory_bytes(resident: bool = False) -> int:
+    """Bytes of address space this process maps now, or with `resident` of memory it has
+    resident (/proc/self/statm; 0 where /proc is missing)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1 if resident else 0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
