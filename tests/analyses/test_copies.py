@@ -118,10 +118,9 @@ def test_folding_changes_no_answer_of_the_other_analyses_on_the_cuda_samples(pat
     _same_answers(path, name)
 
 
-@pytest.mark.parametrize("path", [
-    p if p.name in FAST_MUSIMD else pytest.param(p, marks=pytest.mark.slow)
-    for p in sorted((SAMPLES / "musimd").glob("*.musimd")) + sorted((SAMPLES / "ptx").glob("*.ptx"))
-], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", debug_builds_slow(
+    sorted((SAMPLES / "musimd").glob("*.musimd")) + sorted((SAMPLES / "ptx").glob("*.ptx")),
+    lambda p: p.name not in FAST_MUSIMD), ids=lambda p: p.name)
 @pytest.mark.parametrize("name", ["simple", "affine", "affine2"])
 def test_folding_changes_no_answer_on_the_other_samples(path, name):
     _same_answers(path, name)
