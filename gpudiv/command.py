@@ -171,3 +171,25 @@ def main() -> int:
     from gpudiv.cli.main import main as run_here
 
     return run_here(argv)
+
+
+def run() -> None:
+    """The `gpudiv` console script: `main`, then the process ends without freeing its
+    objects one by one, as a compiler's driver ends (an analysed file's IR, SSA forms,
+    results and the modules: about 30 ms of particle_library.G's 1.3 s, 3 ms of a small
+    file's 0.1 s). The standard streams are flushed and the `atexit` functions run first;
+    while a thread other than the main one is alive, the process exits as usual (which
+    waits for it)."""
+    status = main()
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        sys.exit(status)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the reader went away (`| head`); a closed stream
+            pass
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(status)

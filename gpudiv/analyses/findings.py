@@ -395,14 +395,23 @@ def _terminal(result: KernelResult, var: str, why: str, origin: str,
     return _SOURCE_WORDS.get(kind, "{name} is a source of divergence").format(name=var)
 
 
-def _origin(value: object, input_path: str) -> SourceLocation | None:
-    """The CUDA place of an `attrs["origin"] = (file, line, column)`, if well formed."""
+def _origin(value: object, input_path: str,
+            resolved: dict[str, str] | None = None) -> SourceLocation | None:
+    """The CUDA place of an `attrs["origin"] = (file, line, column)`, if well formed;
+    `resolved` remembers the source paths already looked up (a kernel's places name the
+    same few files hundreds of times, and each lookup asks the file system)."""
     if not (isinstance(value, tuple | list) and len(value) == 3):
         return None
     path, line, column = value
     if not isinstance(line, int) or line < 1:
         return None
-    path = resolve_source_path(str(path), input_path)
+    path = str(path)
+    if resolved is None:
+        path = resolve_source_path(path, input_path)
+    elif path in resolved:
+        path = resolved[path]
+    else:
+        path = resolved[path] = resolve_source_path(path, input_path)
     return SourceLocation(path, line, column if isinstance(column, int) and column > 0 else 1)
 
 
@@ -426,7 +435,8 @@ def resolve_source_path(path: str, input_path: str) -> str:
 
 def branch_origins(path: str, result: KernelResult) -> list[SourceLocation | None]:
     """Per branch of `result`, the CUDA place it comes from (a PTX `.loc`), if known."""
-    return [_origin(b.origin, path) for b in result.branches]
+    resolved: dict[str, str] = {}
+    return [_origin(b.origin, path, resolved) for b in result.branches]
 
 
 def _fingerprint(rule_id: str, kernel: str, subject: str, seen: dict[str, int]) -> str:
@@ -442,6 +452,7 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
     seen: dict[str, int] = {}
     chains: Chains | None = None
     instructions: dict = {}
+    resolved: dict[str, str] = {}
     for branch in result.branches:
         if not branch.divergent:
             continue
@@ -460,7 +471,7 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
         findings.append(Finding(
             kind, result.name, branch.label,
             SourceLocation(path, branch.line, branch.column),
-            _origin(branch.origin, path),
+            _origin(branch.origin, path, resolved),
             (("condition", condition), ("kernel", result.name), ("explanation", why)),
             _fingerprint(kind.id, result.name, subject, seen)))
     return findings

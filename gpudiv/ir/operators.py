@@ -29,7 +29,14 @@ bits are not an affine function of anything the analysis tracks.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from gpudiv import ir
+
+# Each answer depends only on an opcode's text and operand count, and a kernel repeats a
+# few dozen opcodes thousands of times: the answers are cached (bounded, for files with
+# many distinct opcodes).
+_CACHED_OPCODES = 4096
 
 MUSIMD_BINARY = {
     "+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem", "<": "lt", "<=": "le",
@@ -73,6 +80,7 @@ def _difference_decides(modifiers: list[str], types: list[str]) -> bool:
     return operator in ORDERED and types[-1].startswith("s")
 
 
+@lru_cache(maxsize=_CACHED_OPCODES)
 def normalise_ptx(opcode: str, operands: int) -> str:
     """The normalised name of a PTX opcode with `operands` source operands."""
     root, *modifiers = opcode.split(".")
@@ -105,7 +113,12 @@ def normalise_ptx(opcode: str, operands: int) -> str:
 def integer_bits(instr: ir.Instruction) -> int | None:
     """The width of the integer type a PTX opcode names last (`shl.b64` → 64,
     `mul.wide.u32` → 32), or None: μ-SIMD (32-bit values) and opcodes on other types."""
-    operator = instr.operator or ""
+    return _integer_bits(instr.operator or "")
+
+
+@lru_cache(maxsize=_CACHED_OPCODES)
+def _integer_bits(operator: str) -> int | None:
+    """`integer_bits` of an operator."""
     if "." not in operator:
         return None
     types = _ptx_types(operator.split(".")[1:])
@@ -118,9 +131,15 @@ def zero_extended_bits(instr: ir.Instruction) -> int | None:
     """The width of the unsigned operands a PTX `copy`/`mul`/`mad` zero-extends
     (`cvt.u64.u32` → 32, `mul.wide.u16` → 16), or None when it does not widen unsigned
     values. Their value is then `v mod 2^w`, which is `v` only where 0 ≤ v < 2^w."""
-    operator = instr.operator or ""
+    return _zero_extended_bits(instr.operator or "", len(instr.args))
+
+
+@lru_cache(maxsize=_CACHED_OPCODES)
+def _zero_extended_bits(operator: str, operands: int) -> int | None:
+    """`zero_extended_bits` of an operator with `operands` source operands."""
     root, *modifiers = operator.split(".")
-    if root not in ("cvt", "mul", "mad") or normalise(instr) not in ("copy", "mul", "mad"):
+    if root not in ("cvt", "mul", "mad") or _normalised(operator, operands) not in (
+            "copy", "mul", "mad"):
         return None
     types = _ptx_types(modifiers)
     if root == "cvt":
@@ -134,8 +153,11 @@ def zero_extended_bits(instr: ir.Instruction) -> int | None:
 
 def normalise(instr: ir.Instruction) -> str:
     """The normalised operator name of an assignment (see the module table)."""
-    operator = instr.operator or "copy"
-    count = len(instr.args)
+    return _normalised(instr.operator or "copy", len(instr.args))
+
+
+def _normalised(operator: str, count: int) -> str:
+    """`normalise` of an operator with `count` source operands."""
     if count == 2 and operator in MUSIMD_BINARY:
         return MUSIMD_BINARY[operator]
     if count == 1 and operator in MUSIMD_UNARY:
