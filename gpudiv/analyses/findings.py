@@ -405,13 +405,13 @@ def _origin(value: object, input_path: str,
     path, line, column = value
     if not isinstance(line, int) or line < 1:
         return None
-    path = str(path)
+    recorded = str(path)
     if resolved is None:
-        path = resolve_source_path(path, input_path)
-    elif path in resolved:
-        path = resolved[path]
+        path = resolve_source_path(recorded, input_path)
+    elif recorded in resolved:
+        path = resolved[recorded]
     else:
-        path = resolved[path] = resolve_source_path(path, input_path)
+        path = resolved[recorded] = resolve_source_path(recorded, input_path)
     return SourceLocation(path, line, column if isinstance(column, int) and column > 0 else 1)
 
 

@@ -157,6 +157,24 @@ def test_absolute_cuda_path_of_another_machine_resolves_beside_the_ptx(tmp_path)
     assert {f.origin.path for f in findings} == {elsewhere}
 
 
+def test_a_kernel_looks_each_source_path_up_once(monkeypatch):
+    """A kernel's branches name the same .cu hundreds of times; the file system is asked
+    once per recorded path, and every branch still gets its resolved place."""
+    from gpudiv.analyses import findings
+
+    analysed = gpudiv.analyze(SAMPLES / "cuda_large" / "particle_library.G.ptx")
+    kernel = max(analysed.kernels, key=lambda k: len(k.branches))
+    expected = [findings._origin(b.origin, analysed.path) for b in kernel.branches]
+    asked: list[str] = []
+    real = findings.resolve_source_path
+    monkeypatch.setattr(findings, "resolve_source_path",
+                        lambda path, ptx: asked.append(path) or real(path, ptx))
+    assert findings.branch_origins(analysed.path, kernel) == expected
+    recorded = {b.origin[0] for b in kernel.branches if b.origin}
+    assert len(kernel.branches) > 10 * len(recorded)
+    assert sorted(asked) == sorted(recorded)
+
+
 def test_chains_equal_one_search_per_variable():
     """`Chains` (one pass) finds the chain a breadth-first search from each variable finds."""
     import random
