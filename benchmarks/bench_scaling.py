@@ -43,12 +43,6 @@ outgrows the processor's caches).
     python benchmarks/bench_scaling.py --json                    # machine-readable rows
     python benchmarks/bench_scaling.py --counts --sizes 1000 10000   # work done, too
     python benchmarks/bench_scaling.py --samples                 # the CUDA samples instead
-    python benchmarks/bench_scaling.py --reference --sizes 1000 10000 100000   # and the floor
-
-`--reference` also times two linear workloads of `scaling_floor.py` at the same sizes
-(units for instructions), in fresh processes as well, and fits them: a Python one and a
-clingo grounding. Their exponents are this machine's floor for such work: what its caches
-add to work that is linear by construction.
 
 `--samples` measures the CUDA sample files instead (`samples/cuda/*.ptx` and the large
 program of `samples/cuda_large`, or the PTX files named after it), each file a row whose
@@ -71,8 +65,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_vs_ptxas import build_of  # noqa: E402
-from scaling_floor import WORKLOADS  # noqa: E402
-from scaling_floor import measure as measure_reference  # noqa: E402
 from scaling_inputs import SHAPES  # noqa: E402
 
 STAGES = ("parse", "lower", "ssa", "facts", "ground", "solve", "other", "findings",
@@ -224,49 +216,6 @@ def measure_size(what: list[str], args: argparse.Namespace) -> dict:
     return median_row(runs)
 
 
-def reference_rows(sizes: list[int], args: argparse.Namespace) -> list[dict]:
-    """Per linear workload and size, the median milliseconds of at least `--repeat`
-    fresh processes (more, up to `--max-repeat`, until they add up to `--min-ms`)."""
-    rows = []
-    for kind in WORKLOADS:
-        for size in sizes:
-            runs = [_run_reference(kind, size, args.clock)]
-            while len(runs) < args.max_repeat and (
-                    len(runs) < args.repeat or sum(r["ms"] for r in runs) < args.min_ms):
-                runs.append(_run_reference(kind, size, args.clock))
-            rows.append({"workload": kind, "units": size, "atoms": runs[0]["atoms"],
-                         "ms": statistics.median(r["ms"] for r in runs), "runs": len(runs)})
-    return rows
-
-
-def _run_reference(kind: str, size: int, clock: str) -> dict:
-    """One run of a reference workload in a fresh interpreter."""
-    done = subprocess.run([sys.executable, __file__, "--child-reference", kind, str(size),
-                           "--clock", clock], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"reference {kind} {size}: failed\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
-
-
-def reference_exponents(rows: list[dict], floor: float) -> dict[str, float | None]:
-    """The fitted exponent of each reference workload."""
-    return {kind: fitted_exponent([(r["units"], r["ms"]) for r in rows
-                                   if r["workload"] == kind], floor)
-            for kind in dict.fromkeys(r["workload"] for r in rows)}
-
-
-def print_reference(rows: list[dict], fits: dict[str, float | None]) -> None:
-    """The reference workloads' times per size and their exponents, aligned."""
-    sizes = list(dict.fromkeys(r["units"] for r in rows))
-    print("\nreference: linear workloads at the same sizes (ms; fitted exponent)")
-    table = [["workload", *map(str, sizes), "exponent"]]
-    for kind, fit in fits.items():
-        times = {r["units"]: r["ms"] for r in rows if r["workload"] == kind}
-        table.append([kind, *(f"{times[n]:.1f}" for n in sizes),
-                      "-" if fit is None else f"{fit:.2f}"])
-    _aligned(table)
-
-
 def sample_files(named: list[str]) -> list[str]:
     """The PTX files `--samples` measures: those named, else every CUDA sample build."""
     if named:
@@ -320,19 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", nargs="*", metavar="PTX",
                         help="measure these PTX files (default: every CUDA sample build) "
                              "instead of generated kernels; fits per build")
-    parser.add_argument("--reference", action="store_true",
-                        help="also fit linear reference workloads (the machine's floor)")
     parser.add_argument("--child", nargs=2, metavar=("SHAPE", "SIZE"), help=argparse.SUPPRESS)
-    parser.add_argument("--child-reference", nargs=2, metavar=("WORKLOAD", "SIZE"),
-                        help=argparse.SUPPRESS)
     parser.add_argument("--child-file", metavar="PTX", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child_reference:
-        kind, size = args.child_reference
-        if args.clock == "cpu":
-            time.perf_counter = time.process_time
-        print(json.dumps(measure_reference(kind, int(size))))
-        return 0
     if args.child or args.child_file:
         if args.clock == "cpu":  # before gpudiv is imported: its stage timings read it
             time.perf_counter = time.process_time
@@ -352,15 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.samples is not None:
         rows.sort(key=lambda r: (r["group"], r["instructions"]))
     fits = exponents(rows, args.floor)
-    reference = reference_rows(args.sizes, args) if args.reference else []
-    reference_fits = reference_exponents(reference, args.floor)
     if args.json:
-        print(json.dumps({"rows": rows, "exponents": fits, "reference": reference,
-                          "reference_exponents": reference_fits}, indent=1))
+        print(json.dumps({"rows": rows, "exponents": fits}, indent=1))
     else:
         print_table(rows, fits, args.floor)
-        if reference:
-            print_reference(reference, reference_fits)
     return 0
 
 
