@@ -1,0 +1,147 @@
+"""Compiled dataclass methods kept on disk between processes (process start-up).
+
+`@dataclass` writes each method it generates (`__init__`, `__repr__`, `__eq__`,
+`__hash__`, a frozen class's `__setattr__` and `__delattr__`) as Python source and runs
+it through `exec` when the class is made. The 53 dataclasses a `gpudiv analyze` process
+imports cost about 28 ms of a small file's 0.1 s, three quarters of it compiling those
+sources (issue 16). A `MethodCache` gives the `dataclasses` module an `exec` of its own
+(`install`) that looks each source up among code objects read from one file of the
+user's cache folder, compiled as `exec` would have compiled it (the calling frame's
+`__future__` flags are part of the key), and runs the code object; a source it lacks is
+compiled and kept, and `save` writes the file again.
+
+Only the `gpudiv` console script installs it, in its own process (`gpudiv.command.run`):
+importing gpudiv as a library never changes the standard library under its caller. The
+file holds `marshal`led code objects, as a `.pyc` does, in the folder that already holds
+gpudiv's grammar tables, under a checksum and named after the Python build: a missing,
+damaged or foreign file means compiling as usual. It keeps the sources of the latest
+process and as many older ones as fit `MAX_ENTRIES`.
+"""
+
+from __future__ import annotations
+import __future__
+
+import builtins
+import marshal
+import os
+import sys
+import zlib
+from pathlib import Path
+from types import CodeType
+
+from gpudiv.lang.regex_cache import cache_folder
+
+_FORMAT = 1
+MAX_ENTRIES = 2000
+# The compiler flags of `__future__` features: what `exec` takes over from its caller.
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+
+Key = tuple[int, str]  # (future flags, source)
+
+
+def _build() -> str:
+    """What a code object depends on: the Python build that compiled it."""
+    return f"{sys.implementation.cache_tag}|{sys.version}"
+
+
+def cache_file() -> Path | None:
+    """The file of this Python build (None: no cache folder)."""
+    folder = cache_folder()
+    if folder is None:
+        return None
+    return folder / f"methods-{zlib.crc32(_build().encode()):08x}.bin"
+
+
+class MethodCache:
+    """Code objects by (flags, source), read from `path` and added to by `exec`."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.codes: dict[Key, CodeType] = read(path)
+        self.used: set[Key] = set()
+        self.compiled = 0  # sources this process compiled (not in the file)
+
+    def exec(self, source, globals=None, locals=None, /) -> None:  # noqa: A002
+        """`exec`, with a source string's code object taken from the cache."""
+        if globals is None:  # exec's own defaults: the caller's namespaces
+            caller = sys._getframe(1)
+            globals = caller.f_globals  # noqa: A001
+            if locals is None:
+                locals = caller.f_locals  # noqa: A001
+        if isinstance(source, str):
+            key = (sys._getframe(1).f_code.co_flags & _FUTURE_FLAGS, source)
+            code = self.codes.get(key)
+            if code is None:
+                code = compile(source, "<string>", "exec", flags=key[0], dont_inherit=True)
+                self.codes[key] = code
+                self.compiled += 1
+            self.used.add(key)
+            source = code
+        builtins.exec(source, globals, locals)
+
+    def save(self) -> None:
+        """Write the file again when this process compiled a source it lacked (the
+        sources this process used first); a folder that cannot be written: no cache."""
+        if self.path is None or not self.compiled:
+            return
+        kept = [key for key in self.used] + [key for key in self.codes
+                                             if key not in self.used]
+        entries = [(flags, source, self.codes[(flags, source)])
+                   for flags, source in kept[:MAX_ENTRIES]]
+        payload = marshal.dumps((_FORMAT, _build(), entries))
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
+            os.replace(temporary, self.path)
+        except OSError:
+            try:
+                temporary.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+
+def read(path: Path | None) -> dict[Key, CodeType]:
+    """The code objects stored in `path` (empty when it is missing, damaged or from
+    another Python build)."""
+    try:
+        data = path.read_bytes() if path is not None else b""
+    except OSError:
+        return {}
+    if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
+        return {}
+    try:
+        fmt, build, entries = marshal.loads(data[4:])
+    except (ValueError, EOFError, TypeError):
+        return {}
+    if fmt != _FORMAT or build != _build() or not isinstance(entries, list):
+        return {}
+    codes: dict[Key, CodeType] = {}
+    for entry in entries:
+        if (isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[0], int)
+                and isinstance(entry[1], str) and isinstance(entry[2], CodeType)):
+            codes[(entry[0], entry[1])] = entry[2]
+    return codes
+
+
+def install(path: Path | None = None) -> MethodCache | None:
+    """A cache on `path` (default: `cache_file()`) made the `exec` of the `dataclasses`
+    module, or None when that module does not compile through `exec` (a Python whose
+    dataclasses work otherwise) or has been given one already."""
+    import dataclasses
+
+    compiles_through_exec = (hasattr(dataclasses, "_create_fn")
+                             or hasattr(dataclasses, "_FuncBuilder"))
+    if "exec" in vars(dataclasses) or not compiles_through_exec:
+        return None
+    cache = MethodCache(path if path is not None else cache_file())
+    dataclasses.exec = cache.exec
+    return cache
+
+
+def uninstall() -> None:
+    """Give the `dataclasses` module back the built-in `exec`."""
+    import dataclasses
+
+    vars(dataclasses).pop("exec", None)
