@@ -68,7 +68,7 @@ TERMINALS = {
                       r"|\.maxclusterrank|\.minnctapersm|\.maxnctapersm|\.noreturn|\.maxntid"
                       r"|\.reqntid|\.maxnreg)",
     "VERSION_NUMBER": r"[0-9]+\.[0-9]+",
-    "SECTION_BODY": r'\{([^}"\/]|\/(?![\/*])|\/\/[^' + "\n" + r']*|\/\*[\s\S]*?\*\/'
+    "SECTION_BODY": r'\{([^}"\/]++|\/(?![\/*])|\/\/[^' + "\n" + r']*|\/\*[\s\S]*?\*\/'
                     r'|"(\\.|[^"\\' + "\n" + r'])*")*\}',
 }
 

@@ -22,6 +22,27 @@ def test_terminals_are_the_grammars():
         assert regex == lark.get_terminal(name).pattern.to_regexp(), name
 
 
+# The section body as it was written first: one character per step of the loop.
+_SECTION_BODY_PER_CHARACTER = (r'\{([^}"\/]|\/(?![\/*])|\/\/[^' + "\n"
+                               + r']*|\/\*[\s\S]*?\*\/|"(\\.|[^"\\' + "\n" + r'])*")*\}')
+
+
+@pytest.mark.parametrize("body", [
+    '{ a "}" b }', '{ // } \n }', '{ /* } */ }', '{ // }', '{ "unterminated }', '{ a / b }',
+    '{ /x }', '{', '{ "a\\"}" }', '{ /* open }', '{}', '{ // a }\n b }',
+    "{\n\t.b8 1\n\t.b8 0\n}\n}", "{" + "\t.b32 7\n" * 5000])
+def test_section_body_takes_runs_and_matches_as_one_character_at_a_time(body):
+    """SECTION_BODY reads runs of plain characters possessively (a DWARF section of a `-G`
+    build was a fifth of its parse, one loop step per character): a run can only be
+    followed by `}`, `"` or `/`, so it ends exactly where the per-character loop's
+    steps would, and the matches are the same."""
+    import re
+
+    per_character = re.compile(_SECTION_BODY_PER_CHARACTER).match(body)
+    runs = re.compile(ptx_fast.TERMINALS["SECTION_BODY"]).match(body)
+    assert (runs and runs.span()) == (per_character and per_character.span())
+
+
 def test_patterns_compile_when_first_used():
     patterns = ptx_fast.build_patterns(ptx_fast.TERMINALS.__getitem__)
     assert "statement" not in vars(patterns)
