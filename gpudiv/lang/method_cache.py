@@ -15,7 +15,8 @@ importing gpudiv as a library never changes the standard library under its calle
 file holds `marshal`led code objects, as a `.pyc` does, in the folder that already holds
 gpudiv's grammar tables, under a checksum and named after the Python build: a missing,
 damaged or foreign file means compiling as usual. It keeps the sources of the latest
-process and as many older ones as fit `MAX_ENTRIES`.
+process and as many older ones as fit `MAX_ENTRIES`, each marshalled on its own so
+that a process unmarshals only the methods it makes.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from types import CodeType
 
 from gpudiv.lang.regex_cache import cache_folder
 
-_FORMAT = 1
-MAX_ENTRIES = 2000
+_FORMAT = 2
+MAX_ENTRIES = 1000
 # The compiler flags of `__future__` features: what `exec` takes over from its caller.
 _FUTURE_FLAGS = 0
 for _feature in __future__.all_feature_names:
@@ -59,7 +60,10 @@ class MethodCache:
 
     def __init__(self, path: Path | None):
         self.path = path
-        self.codes: dict[Key, CodeType] = read(path)
+        # Each code object stays marshalled until a class asks for it: a file holds the
+        # methods of every command run, a command uses a few hundred of them.
+        self.stored: dict[Key, bytes] = read(path)
+        self.codes: dict[Key, CodeType] = {}
         self.used: set[Key] = set()
         self.compiled = 0  # sources this process compiled (not in the file)
 
@@ -72,24 +76,37 @@ class MethodCache:
                 locals = caller.f_locals  # noqa: A001
         if isinstance(source, str):
             key = (sys._getframe(1).f_code.co_flags & _FUTURE_FLAGS, source)
-            code = self.codes.get(key)
+            code = self.codes.get(key) or self._stored_code(key)
             if code is None:
                 code = compile(source, "<string>", "exec", flags=key[0], dont_inherit=True)
-                self.codes[key] = code
                 self.compiled += 1
+            self.codes[key] = code
             self.used.add(key)
             source = code
         builtins.exec(source, globals, locals)
 
+    def _stored_code(self, key: Key) -> CodeType | None:
+        """The code object the file holds for `key`, if any (and it unmarshals to one)."""
+        data = self.stored.get(key)
+        if data is None:
+            return None
+        try:
+            code = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            return None
+        return code if isinstance(code, CodeType) else None
+
     def save(self) -> None:
-        """Write the file again when this process compiled a source it lacked (the
-        sources this process used first); a folder that cannot be written: no cache."""
+        """Write the file again when this process compiled a source it lacked: the
+        methods this process used, then older ones up to `MAX_ENTRIES`; a folder that
+        cannot be written: no cache."""
         if self.path is None or not self.compiled:
             return
-        kept = [key for key in self.used] + [key for key in self.codes
-                                             if key not in self.used]
-        entries = [(flags, source, self.codes[(flags, source)])
-                   for flags, source in kept[:MAX_ENTRIES]]
+        entries = {key: marshal.dumps(self.codes[key]) for key in self.used}
+        for key, data in self.stored.items():
+            if len(entries) >= MAX_ENTRIES:
+                break
+            entries.setdefault(key, data)
         payload = marshal.dumps((_FORMAT, _build(), entries))
         temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
@@ -102,9 +119,9 @@ class MethodCache:
                 pass
 
 
-def read(path: Path | None) -> dict[Key, CodeType]:
-    """The code objects stored in `path` (empty when it is missing, damaged or from
-    another Python build)."""
+def read(path: Path | None) -> dict[Key, bytes]:
+    """The marshalled code objects stored in `path` by (flags, source) (empty when it is
+    missing, damaged or from another Python build)."""
     try:
         data = path.read_bytes() if path is not None else b""
     except OSError:
@@ -115,14 +132,11 @@ def read(path: Path | None) -> dict[Key, CodeType]:
         fmt, build, entries = marshal.loads(data[4:])
     except (ValueError, EOFError, TypeError):
         return {}
-    if fmt != _FORMAT or build != _build() or not isinstance(entries, list):
+    if fmt != _FORMAT or build != _build() or not isinstance(entries, dict):
         return {}
-    codes: dict[Key, CodeType] = {}
-    for entry in entries:
-        if (isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[0], int)
-                and isinstance(entry[1], str) and isinstance(entry[2], CodeType)):
-            codes[(entry[0], entry[1])] = entry[2]
-    return codes
+    return {key: code for key, code in entries.items()
+            if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int)
+            and isinstance(key[1], str) and isinstance(code, bytes)}
 
 
 def install(path: Path | None = None) -> MethodCache | None:

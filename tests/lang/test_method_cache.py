@@ -107,6 +107,27 @@ def test_a_damaged_or_foreign_file_is_ignored(tmp_path):
     assert method_cache.read(path) == {}
 
 
+def test_only_the_methods_a_process_makes_are_unmarshalled_and_kept_first(monkeypatch,
+                                                                         tmp_path):
+    path = tmp_path / "methods.bin"
+    first = method_cache.MethodCache(path)
+    sources = [f"def f{k}():\n    return {k}\n" for k in range(6)]
+    for source in sources:
+        first.exec(source, {})
+    first.save()
+    monkeypatch.setattr(method_cache, "MAX_ENTRIES", 4)
+    second = method_cache.MethodCache(path)
+    assert len(second.stored) == 6 and not second.codes
+    space: dict = {}
+    second.exec(sources[5], space)
+    second.exec("def g():\n    return 'new'\n", space)
+    assert space["f5"]() == 5 and space["g"]() == "new"
+    assert len(second.codes) == 2 and second.compiled == 1  # f5 came from the file
+    second.save()
+    kept = {source for _, source in method_cache.read(path)}
+    assert len(kept) == 4 and {sources[5], "def g():\n    return 'new'\n"} <= kept
+
+
 def test_the_file_is_named_after_the_python_build(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     name = method_cache.cache_file().name
