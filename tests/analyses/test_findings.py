@@ -162,7 +162,7 @@ def test_a_kernel_looks_each_source_path_up_once(monkeypatch):
     once per recorded path, and every branch still gets its resolved place."""
     from gpudiv.analyses import findings
 
-    analysed = gpudiv.analyze(SAMPLES / "cuda_large" / "particle_library.G.ptx")
+    analysed = gpudiv.analyze(SAMPLES / "cuda" / "sorting.O3.ptx", analysis="simple")
     kernel = max(analysed.kernels, key=lambda k: len(k.branches))
     expected = [findings._origin(b.origin, analysed.path) for b in kernel.branches]
     asked: list[str] = []
