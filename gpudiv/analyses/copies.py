@@ -73,10 +73,37 @@ def plain_copies(ssa: SSAForm) -> Folding:
             source[var.name] = used
             if instr.operator == "copy":
                 copy_facts.add(var.name)
-    roots = {name: _chain(name, source) for name in source}
-    return Folding(source, {name: chain[-1] for name, chain in roots.items()},
-                   frozenset(name for name, chain in roots.items()
-                             if all(step in copy_facts for step in chain[:-1])))
+    root, constant = _roots(source, copy_facts)
+    return Folding(source, root, frozenset(constant))
+
+
+def _roots(source: dict[str, str], copy_facts: set[str]) -> tuple[dict[str, str], set[str]]:
+    """Each copy's root (the end of `_chain`), and the copies whose every step to it is
+    a `copy/2`; each chain is walked once, its tail's answer reused."""
+    root: dict[str, str] = {}
+    constant: set[str] = set()
+    for name in source:
+        path: list[str] = []
+        seen: set[str] = set()
+        node = name
+        while node in source and node not in root and node not in seen:
+            seen.add(node)
+            path.append(node)
+            node = source[node]
+        if node in seen:  # a cycle (SSA has none): each member as `_chain` says
+            for step in path:
+                chain = _chain(step, source)
+                root[step] = chain[-1]
+                if all(link in copy_facts for link in chain[:-1]):
+                    constant.add(step)
+            continue
+        end, through = (root[node], node in constant) if node in root else (node, True)
+        for step in reversed(path):
+            through = through and step in copy_facts
+            root[step] = end
+            if through:
+                constant.add(step)
+    return root, constant
 
 
 def _chain(name: str, source: dict[str, str]) -> list[str]:

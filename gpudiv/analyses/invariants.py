@@ -59,17 +59,28 @@ def _copied(instrs: dict[int, ir.Instruction], var: SSAVar) -> list[str] | None:
 
 def invariant_values(ssa: SSAForm) -> set[str]:
     """φ-like variables whose every reaching value is one and the same kernel input."""
+    variables = ssa.variables
+    phis = [name for name, var in variables.items() if var.kind in PHI_LIKE]
+    if not phis:
+        return set()
     specials = {name for name, klass in ssa.cfg.kernel.specials.items() if klass == "uniform"}
     instrs = ssa.cfg.kernel.by_id()
     roots: dict[str, tuple] = {}
     sources: dict[str, list[str]] = {}
-    for var in ssa.variables.values():
+    # Only what the φ-like variables take their values from, through copies, matters.
+    pending = list(phis)
+    while pending:
+        name = pending.pop()
+        if name in roots or name not in variables:
+            continue
+        var = variables[name]
         copied = _copied(instrs, var)
         if copied is None:
-            roots[var.name] = _own_root(instrs, var, specials) or _BOTTOM
+            roots[name] = _own_root(instrs, var, specials) or _BOTTOM
         else:
-            roots[var.name] = _TOP
-            sources[var.name] = copied
+            roots[name] = _TOP
+            sources[name] = copied
+            pending.extend(copied)
     users: dict[str, list[str]] = {}
     for name, copied in sources.items():
         for operand in copied:
@@ -81,8 +92,7 @@ def invariant_values(ssa: SSAForm) -> set[str]:
         if value != roots[name]:
             roots[name] = value
             work.extend(users.get(name, ()))
-    return {name for name, var in ssa.variables.items()
-            if var.kind in PHI_LIKE and roots[name] not in (_TOP, _BOTTOM)}
+    return {name for name in phis if roots[name] not in (_TOP, _BOTTOM)}
 
 
 def _meet(values) -> tuple:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpudiv.analyses import affine, get_analysis, simple
-from gpudiv.analyses.copies import plain_copies
+from gpudiv.analyses.copies import _chain, _roots, plain_copies
 from gpudiv.analyses.driver import prepare
 from gpudiv.analyses.facts import facts_text
 from gpudiv.lang.load import load, parse_text
@@ -60,6 +60,21 @@ def test_plain_copies_and_their_roots():
               for name, root in folding.root.items()}
     assert copied == {"%r1": ("%tid.x", "%tid.x"), "%r2": ("%r1", "%tid.x"),
                       "%r3": ("%r2", "%tid.x"), "%rd3": ("%r3", "%tid.x")}
+
+
+@pytest.mark.parametrize("copy_facts", [set(), {"x", "a"}, {"x", "a", "b", "c", "l1"},
+                                        {f"l{k}" for k in range(1, 300)}])
+def test_roots_are_the_ends_of_the_chains_each_walked_once(copy_facts):
+    """`_roots` reuses each chain's tail: the same roots and `copy/2`-only chains as
+    walking `_chain` from every copy, on a long chain, a branch into it and a cycle
+    (which SSA never has: then each member is walked on its own)."""
+    source = {"x": "a", "a": "b", "b": "a", "c": "d",
+              **{f"l{k}": f"l{k + 1}" for k in range(300)}, "side": "l150"}
+    root, constant = _roots(source, copy_facts)
+    chains = {name: _chain(name, source) for name in source}
+    assert root == {name: chain[-1] for name, chain in chains.items()}
+    assert constant == {name for name, chain in chains.items()
+                        if all(step in copy_facts for step in chain[:-1])}
 
 
 def test_folded_copies_have_no_facts_and_their_roots_stand_for_them():
