@@ -22,7 +22,7 @@ from gpudiv.ir.digraph import dfs_postorder_nodes
 from gpudiv.ir.dominators import dominance_frontiers
 
 
-@dataclass
+@dataclass(slots=True)
 class SSAVar:
     """One SSA variable: where and how it is defined, and which SSA variables it reads."""
 
@@ -235,13 +235,6 @@ class _Renamer:
             self.undefined[source] = loc
         return name
 
-    def operand(self, arg: ir.Operand, loc: ir.Loc) -> str | None:
-        if isinstance(arg, ir.Var):
-            return self.current(arg.name, loc)
-        if isinstance(arg, ir.Special):
-            return arg.name
-        return None
-
 
 def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     """Convert a kernel (through its CFG) to gated SSA."""
@@ -256,6 +249,7 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
         phi_sources = _place_phis(cfg, _definition_blocks(instrs, statements, etas, rejoins),
                                   live_in)
     renamer = _Renamer(cfg, instrs)
+    stacks = renamer.stacks
     uses: list[list[str | None]] = [[] for _ in instrs]
     defs: list[str | None] = [None] * len(instrs)
     phis: dict[str, list[str]] = {}
@@ -308,7 +302,16 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
             phis[label] = names
         for n in statements[label]:
             instr = instrs[n]
-            uses[n] = [renamer.operand(a, instr.loc) for a in instr.reads]
+            # `renamer.operand` of each read, inline: a kernel's commonest work
+            read: list[str | None] = []
+            for arg in instr.reads:
+                kind = type(arg)
+                if kind is ir.Var:
+                    stack = stacks.get(arg.name)
+                    read.append(stack[-1] if stack else renamer.current(arg.name, instr.loc))
+                else:
+                    read.append(arg.name if kind is ir.Special else None)
+            uses[n] = read
             if instr.dest is not None:
                 operands = uses[n][:len(instr.args)]
                 var = SSAVar("", instr.dest, instr.kind, label, instr.loc,
