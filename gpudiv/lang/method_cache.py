@@ -24,13 +24,12 @@ import __future__
 
 import builtins
 import marshal
-import os
 import sys
 import zlib
 from pathlib import Path
 from types import CodeType
 
-from gpudiv.lang.regex_cache import cache_folder
+from gpudiv.lang.regex_cache import cache_folder, read_marshalled, write_marshalled
 
 _FORMAT = 2
 MAX_ENTRIES = 1000
@@ -107,32 +106,14 @@ class MethodCache:
             if len(entries) >= MAX_ENTRIES:
                 break
             entries.setdefault(key, data)
-        payload = marshal.dumps((_FORMAT, _build(), entries))
-        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
-            os.replace(temporary, self.path)
-        except OSError:
-            try:
-                temporary.unlink(missing_ok=True)
-            except OSError:
-                pass
+        write_marshalled(self.path, (_FORMAT, _build()), entries)
 
 
 def read(path: Path | None) -> dict[Key, bytes]:
     """The marshalled code objects stored in `path` by (flags, source) (empty when it is
     missing, damaged or from another Python build)."""
-    try:
-        data = path.read_bytes() if path is not None else b""
-    except OSError:
-        return {}
-    if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
-        return {}
-    try:
-        fmt, build, entries = marshal.loads(data[4:])
-    except (ValueError, EOFError, TypeError):
-        return {}
-    if fmt != _FORMAT or build != _build() or not isinstance(entries, dict):
+    entries = read_marshalled(path, (_FORMAT, _build()))
+    if not isinstance(entries, dict):
         return {}
     return {key: code for key, code in entries.items()
             if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int)

@@ -31,7 +31,7 @@ try:  # the C matcher's entry point (CPython); without it nothing is cached
 except ImportError:  # pragma: no cover - other interpreters
     _sre = None
 
-_FORMAT = 1
+_FORMAT = 2  # 2: (header, programs) under the checksum
 
 
 def cache_folder() -> Path | None:
@@ -90,18 +90,8 @@ class RegexCache:
     def _read(self) -> dict[str, tuple]:
         """The stored programs of this set (empty when the file is missing, damaged or
         holds other patterns)."""
-        where = self.file()
-        try:
-            data = where.read_bytes() if where is not None else b""
-        except OSError:
-            return {}
-        if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
-            return {}
-        try:
-            fmt, engine, programs = marshal.loads(data[4:])
-        except (ValueError, EOFError, TypeError):
-            return {}
-        if fmt != _FORMAT or engine != _engine() or not isinstance(programs, dict):
+        programs = read_marshalled(self.file(), (_FORMAT, _engine()))
+        if not isinstance(programs, dict):
             return {}
         return {name: program for name, program in programs.items()
                 if name in self.sources and isinstance(program, tuple) and program
@@ -109,19 +99,44 @@ class RegexCache:
 
     def _write(self) -> None:
         """Store the programs known so far (a file that cannot be written: no cache)."""
-        where = self.file()
-        if where is None:
-            return
-        payload = marshal.dumps((_FORMAT, _engine(), self.programs))
-        temporary = where.with_name(f"{where.name}.{os.getpid()}-{_thread.get_ident()}.tmp")
+        write_marshalled(self.file(), (_FORMAT, _engine()), self.programs)
+
+
+def read_marshalled(path: Path | None, header: tuple) -> object | None:
+    """What `write_marshalled` stored in `path` under `header` (what the contents depend
+    on: a format number, the Python build), or None when the file is missing, its
+    checksum does not match, it does not unmarshal or its header differs."""
+    try:
+        data = path.read_bytes() if path is not None else b""
+    except OSError:
+        return None
+    if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
+        return None
+    try:
+        stored = marshal.loads(data[4:])
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == header):
+        return None
+    return stored[1]
+
+
+def write_marshalled(path: Path | None, header: tuple, value: object) -> None:
+    """Store `value` (`marshal`: plain data, code objects) in `path` under `header` and a
+    checksum, replacing the file at once (a reader never sees half of it); a folder that
+    cannot be written: nothing stored."""
+    if path is None:
+        return
+    payload = marshal.dumps((header, value))
+    temporary = path.with_name(f"{path.name}.{os.getpid()}-{_thread.get_ident()}.tmp")
+    try:
+        temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
+        os.replace(temporary, path)
+    except OSError:
         try:
-            temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
-            os.replace(temporary, where)
+            temporary.unlink(missing_ok=True)
         except OSError:
-            try:
-                temporary.unlink(missing_ok=True)
-            except OSError:
-                pass
+            pass
 
 
 def _program_of(source: str, compiled: re.Pattern) -> tuple | None:
