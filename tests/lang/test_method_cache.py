@@ -174,13 +174,13 @@ def test_the_console_script_writes_the_file_once_and_reads_it_after(tmp_path):
                "sys.argv[0] = 'gpudiv'; run()", "analyze", "--brief",
                str(ROOT / "samples" / "cuda" / "vector_ops.O3.ptx")]
     first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120,
-                           check=False)
+                           check=False, cwd=tmp_path)  # not the checkout: its gpudiv folder
     files = list((tmp_path / "gpudiv").glob("methods-*.bin"))
     assert first.returncode == 0 and len(files) == 1
     assert len(method_cache.read(files[0])) > 100
     written = files[0].stat().st_mtime_ns
     second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120,
-                            check=False)
+                            check=False, cwd=tmp_path)
     def findings(done: subprocess.CompletedProcess) -> list[str]:
         return [line for line in done.stdout.splitlines() if "run summary" not in line]
 
