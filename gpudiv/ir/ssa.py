@@ -302,7 +302,8 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
             phis[label] = names
         for n in statements[label]:
             instr = instrs[n]
-            # `renamer.operand` of each read, inline: a kernel's commonest work
+            # Each read's SSA name (a register: the definition that reaches here; a special
+            # register: its own name; a literal: None), inline: a kernel's commonest work.
             read: list[str | None] = []
             for arg in instr.reads:
                 kind = type(arg)
