@@ -19,7 +19,7 @@ from pathlib import Path
 import lark
 from lark import Lark
 
-from gpudiv.lang.regex_cache import cache_folder
+from gpudiv.lang.cache_files import cache_folder
 
 
 def grammar_text(name: str) -> str:

@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 from types import CodeType
 
-from gpudiv.lang.regex_cache import cache_folder, read_marshalled, write_marshalled
+from gpudiv.lang.cache_files import cache_folder, read_marshalled, write_marshalled
 
 _FORMAT = 2
 MAX_ENTRIES = 1000

@@ -3,9 +3,10 @@
 Python compiles a regular expression in Python code (it parses the pattern, then writes the
 program the C matcher runs), which cost the PTX fast path's patterns 5 to 8 ms of every
 `gpudiv` process, more than reading a small file with them (issue 16). A `RegexCache` keeps
-the programs of one set of patterns in one file of the user's cache folder (`cache_folder`,
-where `gpudiv.lang.grammars` keeps Lark's tables too), named after the set's patterns and
-the Python build; loading them back costs a fraction of a millisecond.
+the programs of one set of patterns in one file of the user's cache folder
+(`gpudiv.lang.cache_files`, where `gpudiv.lang.grammars` keeps Lark's tables too), named
+after the set's patterns and the Python build; loading them back costs a fraction of a
+millisecond.
 
 A program is Python's own compiled form, taken from the interpreter's regex compiler
 (`re._parser`, `re._compiler`: internals, hence every precaution): it is stored only when
@@ -18,13 +19,12 @@ steps mean `re.compile` as usual (then the file is written again, when the folde
 
 from __future__ import annotations
 
-import _thread
-import marshal
-import os
 import re
 import sys
 import zlib
 from pathlib import Path
+
+from gpudiv.lang.cache_files import cache_folder, read_marshalled, write_marshalled
 
 try:  # the C matcher's entry point (CPython); without it nothing is cached
     import _sre
@@ -32,18 +32,6 @@ except ImportError:  # pragma: no cover - other interpreters
     _sre = None
 
 _FORMAT = 2  # 2: (header, programs) under the checksum
-
-
-def cache_folder() -> Path | None:
-    """The user's cache folder for gpudiv (`$XDG_CACHE_HOME/gpudiv`, else
-    `~/.cache/gpudiv`), created when missing; None when it cannot be made."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    folder = Path(base) / "gpudiv"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return folder
 
 
 def _engine() -> str:
@@ -100,43 +88,6 @@ class RegexCache:
     def _write(self) -> None:
         """Store the programs known so far (a file that cannot be written: no cache)."""
         write_marshalled(self.file(), (_FORMAT, _engine()), self.programs)
-
-
-def read_marshalled(path: Path | None, header: tuple) -> object | None:
-    """What `write_marshalled` stored in `path` under `header` (what the contents depend
-    on: a format number, the Python build), or None when the file is missing, its
-    checksum does not match, it does not unmarshal or its header differs."""
-    try:
-        data = path.read_bytes() if path is not None else b""
-    except OSError:
-        return None
-    if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
-        return None
-    try:
-        stored = marshal.loads(data[4:])
-    except (ValueError, EOFError, TypeError):
-        return None
-    if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == header):
-        return None
-    return stored[1]
-
-
-def write_marshalled(path: Path | None, header: tuple, value: object) -> None:
-    """Store `value` (`marshal`: plain data, code objects) in `path` under `header` and a
-    checksum, replacing the file at once (a reader never sees half of it); a folder that
-    cannot be written: nothing stored."""
-    if path is None:
-        return
-    payload = marshal.dumps((header, value))
-    temporary = path.with_name(f"{path.name}.{os.getpid()}-{_thread.get_ident()}.tmp")
-    try:
-        temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
-        os.replace(temporary, path)
-    except OSError:
-        try:
-            temporary.unlink(missing_ok=True)
-        except OSError:
-            pass
 
 
 def _program_of(source: str, compiled: re.Pattern) -> tuple | None:

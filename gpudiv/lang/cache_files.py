@@ -1,0 +1,67 @@
+"""Files of gpudiv's on-disk caches (process start-up): the user's cache folder, and
+checksummed `marshal` files under a header of what their contents depend on.
+
+The compiled regexes (`gpudiv.lang.regex_cache`), Lark's parser tables
+(`gpudiv.lang.grammars`) and the compiled dataclass methods (`gpudiv.lang.method_cache`)
+live in one folder, `$XDG_CACHE_HOME/gpudiv` (else `~/.cache/gpudiv`), which may be deleted
+at any time. A file is replaced at once, never seen half-written; one that is missing,
+damaged or written for something else (another format, another Python build) reads as
+nothing, and a folder that cannot be written means no cache, never an error.
+"""
+
+from __future__ import annotations
+
+import _thread
+import marshal
+import os
+import zlib
+from pathlib import Path
+
+
+def cache_folder() -> Path | None:
+    """The user's cache folder for gpudiv (`$XDG_CACHE_HOME/gpudiv`, else
+    `~/.cache/gpudiv`), created when missing; None when it cannot be made."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    folder = Path(base) / "gpudiv"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
+def read_marshalled(path: Path | None, header: tuple) -> object | None:
+    """What `write_marshalled` stored in `path` under `header` (what the contents depend
+    on: a format number, the Python build), or None when the file is missing, its
+    checksum does not match, it does not unmarshal or its header differs."""
+    try:
+        data = path.read_bytes() if path is not None else b""
+    except OSError:
+        return None
+    if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
+        return None
+    try:
+        stored = marshal.loads(data[4:])
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == header):
+        return None
+    return stored[1]
+
+
+def write_marshalled(path: Path | None, header: tuple, value: object) -> None:
+    """Store `value` (`marshal`: plain data, code objects) in `path` under `header` and a
+    checksum, replacing the file at once (a reader never sees half of it); a folder that
+    cannot be written: nothing stored."""
+    if path is None:
+        return
+    payload = marshal.dumps((header, value))
+    temporary = path.with_name(f"{path.name}.{os.getpid()}-{_thread.get_ident()}.tmp")
+    try:
+        temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
+        os.replace(temporary, path)
+    except OSError:
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass
