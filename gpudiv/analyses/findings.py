@@ -395,24 +395,22 @@ def _terminal(result: KernelResult, var: str, why: str, origin: str,
     return _SOURCE_WORDS.get(kind, "{name} is a source of divergence").format(name=var)
 
 
-def _origin(value: object, input_path: str,
-            resolved: dict[str, str] | None = None) -> SourceLocation | None:
+def _origin(value: object, input_path: str, resolved: dict[str, str]
+            ) -> SourceLocation | None:
     """The CUDA place of an `attrs["origin"] = (file, line, column)`, if well formed;
-    `resolved` remembers the source paths already looked up (a kernel's places name the
-    same few files hundreds of times, and each lookup asks the file system)."""
+    `resolved` remembers the source paths already looked up, by the path recorded (a
+    kernel's places name the same few files hundreds of times, and each lookup asks the
+    file system)."""
     if not (isinstance(value, tuple | list) and len(value) == 3):
         return None
-    path, line, column = value
+    recorded, line, column = value
     if not isinstance(line, int) or line < 1:
         return None
-    recorded = str(path)
-    if resolved is None:
-        path = resolve_source_path(recorded, input_path)
-    elif recorded in resolved:
-        path = resolved[recorded]
-    else:
-        path = resolved[recorded] = resolve_source_path(recorded, input_path)
-    return SourceLocation(path, line, column if isinstance(column, int) and column > 0 else 1)
+    recorded = str(recorded)
+    if recorded not in resolved:
+        resolved[recorded] = resolve_source_path(recorded, input_path)
+    return SourceLocation(resolved[recorded], line,
+                          column if isinstance(column, int) and column > 0 else 1)
 
 
 def resolve_source_path(path: str, input_path: str) -> str:
@@ -477,10 +475,12 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
     return findings
 
 
-def _place_locations(path: str, place: Place) -> tuple[SourceLocation, SourceLocation | None]:
-    """The analysed-file and CUDA locations of a deadlock report's place."""
+def _place_locations(path: str, place: Place, resolved: dict[str, str]
+                     ) -> tuple[SourceLocation, SourceLocation | None]:
+    """The analysed-file and CUDA locations of a deadlock report's place (`resolved`: as
+    `_origin` takes it)."""
     return (SourceLocation(path, place.line or 1, place.column),
-            _origin(place.origin, path) if place.origin else None)
+            _origin(place.origin, path, resolved) if place.origin else None)
 
 
 def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
@@ -492,9 +492,10 @@ def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
         return []
     findings = []
     seen: dict[str, int] = {}
+    resolved: dict[str, str] = {}
     for loop in report.detections:
         place = loop.exit_branches[0] if loop.exit_branches else Place(loop.header, loop.line)
-        where, origin = _place_locations(path, place)
+        where, origin = _place_locations(path, place, resolved)
         reads = ", ".join(f"'{r.text}' ({r.block})" for r in loop.shared_reads)
         writes = ", ".join(f"'{w.place.text}' ({w.place.block}, {w.path})"
                            for w in loop.releasing_writes)
@@ -508,7 +509,7 @@ def deadlock_findings(path: str, report: KernelDeadlocks) -> list[Finding]:
             (("header", loop.header), ("kernel", report.name), ("explanation", why)),
             _fingerprint(SimtDeadlock.id, report.name, loop.header, seen)))
     for barrier in report.barriers:
-        where, origin = _place_locations(path, barrier.barrier)
+        where, origin = _place_locations(path, barrier.barrier, resolved)
         why = f"inside the region of the branch at {barrier.branch.block}, which may diverge"
         findings.append(Finding(
             DivergentBarrierFinding, report.name, barrier.barrier.block, where, origin,

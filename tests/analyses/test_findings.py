@@ -164,7 +164,7 @@ def test_a_kernel_looks_each_source_path_up_once(monkeypatch):
 
     analysed = gpudiv.analyze(SAMPLES / "cuda" / "sorting.O3.ptx", analysis="simple")
     kernel = max(analysed.kernels, key=lambda k: len(k.branches))
-    expected = [findings._origin(b.origin, analysed.path) for b in kernel.branches]
+    expected = [findings._origin(b.origin, analysed.path, {}) for b in kernel.branches]
     asked: list[str] = []
     real = findings.resolve_source_path
     monkeypatch.setattr(findings, "resolve_source_path",
