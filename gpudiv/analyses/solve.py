@@ -16,9 +16,8 @@ from functools import lru_cache
 from importlib import import_module
 from pathlib import Path
 
-import clingo
-
 from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
+from gpudiv.analyses.clingo_lib import ATOM_UNDEFINED, Control, parse_term, symbol_text
 from gpudiv.ir.perf import memory_bytes
 
 
@@ -73,14 +72,22 @@ def in_context(error: RuleError, path: str, loc, context: str) -> RuleError:
 
 @dataclass
 class SolveResult:
-    """Shown atoms by predicate name, as tuples of Python values, plus statistics."""
+    """Shown atoms by predicate name, as tuples of Python values, plus statistics and the
+    shown symbols as clingo's symbol ids."""
 
     atoms: dict[str, list[tuple]] = field(default_factory=lambda: defaultdict(list))
     ground_ms: float = 0.0
     solve_ms: float = 0.0
     atom_count: int = 0
     rule_count: int = 0
-    symbols: list[clingo.Symbol] = field(default_factory=list)
+    symbol_ids: list[int] = field(default_factory=list)
+
+    @property
+    def symbols(self) -> list:
+        """The shown symbols as `clingo.Symbol`s (imports clingo's Python package)."""
+        from clingo import Symbol
+
+        return [Symbol(symbol) for symbol in self.symbol_ids]
 
     def relation(self, name: str) -> list[tuple]:
         """All tuples of one shown predicate."""
@@ -111,16 +118,16 @@ _ARGUMENT = re.compile(r'"((?:[^"\\]|\\.)*)"|(-?\d+)|([a-z_][A-Za-z0-9_\']*)')
 _UNESCAPE = re.compile(r"\\(.)")
 
 
-def _atom(symbol: clingo.Symbol) -> tuple[str, tuple]:
-    """An atom's predicate name and the Python values of its arguments.
-
-    Reading them from the atom's printed form costs one call into clingo instead of
-    several per argument (the accessors were a quarter of the analysis time on PTX);
-    atoms with nested terms or classical negation take the accessors.
-    """
-    parsed = _parse_atom(str(symbol))
+def _atom(symbol: int) -> tuple[str, tuple]:
+    """The predicate name and the Python values of the arguments of an atom (a symbol id)
+    that `AtomReader` does not read: from its printed form, or through `clingo.Symbol`'s
+    accessors for nested terms and classical negation (the argument printed)."""
+    parsed = _parse_atom(symbol_text(symbol))
     if parsed is None:
-        return symbol.name, tuple(_value(a) for a in symbol.arguments)
+        from clingo import Symbol
+
+        atom = Symbol(symbol)
+        return atom.name, tuple(_value(a) for a in atom.arguments)
     return parsed
 
 
@@ -151,12 +158,16 @@ def _parse_atom(text: str) -> tuple[str, tuple] | None:
     return text[:open_at], tuple(values)
 
 
-def _value(symbol: clingo.Symbol):
-    if symbol.type == clingo.SymbolType.Number:
+def _value(symbol):
+    """A `clingo.Symbol` argument as a Python value: a number, a string, a constant's
+    name, else its printed form."""
+    from clingo import SymbolType
+
+    if symbol.type == SymbolType.Number:
         return symbol.number
-    if symbol.type == clingo.SymbolType.String:
+    if symbol.type == SymbolType.String:
         return symbol.string
-    if symbol.type == clingo.SymbolType.Function and not symbol.arguments:
+    if symbol.type == SymbolType.Function and not symbol.arguments:
         return symbol.name
     return str(symbol)
 
@@ -283,7 +294,7 @@ atexit.register(_shipped_statements.cache_clear)
 _loaded: set[tuple[str, int, Signatures]] = set()
 
 
-def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Signatures
+def _load_rules(control: Control, rule_files: list[Path | str], hide: Signatures
                 ) -> None:
     """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
     caller does not read: they cost a Python object per atom, quadratically many for
@@ -300,15 +311,11 @@ def _load_rules(control: clingo.Control, rule_files: list[Path | str], hide: Sig
         statements = _shipped_statements(*key) if key in _loaded else None
         _loaded.add(key)
         if statements is None and hide:
-            control.add("base", [], _without_shows(str(path), mtime_ns, hide))
+            control.add(_without_shows(str(path), mtime_ns, hide))
         elif statements is None:
             control.load(str(path))
         else:
-            from clingo.ast import ProgramBuilder
-
-            with ProgramBuilder(control) as builder:
-                for statement in statements:
-                    builder.add(statement)
+            control.add_statements(statements)
 
 
 def _ground_and_solve(rule_files: list[Path | str], program: str,
@@ -316,33 +323,38 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
                       known: set[tuple[str, int]] | None,
                       hide: Signatures = frozenset(),
                       options: tuple[str, ...] = ()) -> SolveResult:
-    """One clingo run: the shown symbols of the first model, times and counts (see `solve`)."""
+    """One clingo run: the shown symbols of the final model, times and counts (see `solve`)."""
     messages: list[str] = []
     undefined: list[str] = []
+
+    def logger(code: int, message: str) -> None:
+        (undefined if code == ATOM_UNDEFINED else messages).append(message)
+
+    quiet = not show and known is None
+    with Control([*(["--warn=none"] if quiet else []), *options], logger,
+                 20 if quiet else 1000) as control:
+        return _run(control, rule_files, program, show, known, hide, messages, undefined)
+
+
+def _run(control: Control, rule_files: list[Path | str], program: str,
+         show: list[tuple[str, int]] | None, known: set[tuple[str, int]] | None,
+         hide: Signatures, messages: list[str], undefined: list[str]) -> SolveResult:
+    """`_ground_and_solve` on a new control object whose logger fills `messages` and
+    `undefined`."""
     # Errors stop; infos (e.g. "operation undefined", which the affine rules rely on for
     # ⊥) are clingo's business and never an error of ours.
     fatal = ("error:", "unsafe", "syntax")
-
-    def logger(code: clingo.MessageCode, message: str) -> None:
-        if code == clingo.MessageCode.AtomUndefined:
-            undefined.append(message)
-            return
-        messages.append(message)
-
-    quiet = not show and known is None
-    control = clingo.Control([*(["--warn=none"] if quiet else []), *options], logger=logger,
-                             message_limit=20 if quiet else 1000)
     try:
         _load_rules(control, rule_files, hide)
-        control.add("base", [], program)
+        control.add(program)
         if show is not None:
-            control.add("base", [], "".join(f"#show {n}/{a}.\n" for n, a in show))
+            control.add("".join(f"#show {n}/{a}.\n" for n, a in show))
     except RuntimeError as error:
         raise RuleError(_format_messages(messages) if messages else str(error)) from None
     result = SolveResult()
     start = time.perf_counter()
     try:
-        control.ground([("base", [])])
+        control.ground()
     except RuntimeError as error:
         raise RuleError(_format_messages(messages) if messages else str(error)) from None
     errors = [m for m in messages if "info:" not in m.split("\n", 1)[0]
@@ -355,20 +367,13 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
             raise RuleError(error)
     result.ground_ms = (time.perf_counter() - start) * 1000
     start = time.perf_counter()
-    model_symbols: list[clingo.Symbol] = []
-
-    def on_model(model: clingo.Model) -> None:
-        model_symbols[:] = model.symbols(shown=True)
-
-    outcome = control.solve(on_model=on_model)
+    model = control.final_model()
     result.solve_ms = (time.perf_counter() - start) * 1000
-    if not outcome.satisfiable:
+    if model is None:
         raise UnsatisfiableError("error: the rules have no answer set for these facts (an "
                                  "integrity constraint fails)")
-    result.symbols = model_symbols
-    stats = control.statistics.get("problem", {}).get("lp", {})
-    result.atom_count = int(stats.get("atoms", 0))
-    result.rule_count = int(stats.get("rules", 0))
+    result.symbol_ids = model
+    result.atom_count, result.rule_count = control.problem_size()
     return result
 
 
@@ -407,7 +412,7 @@ def _child_outcome(rule_files, program, show, known, megabytes: int,
     except RuntimeError as error:  # clingo's own failures, std::bad_alloc among them
         return ("memory",) if "bad_alloc" in str(error) else ("rule", f"error: {error}")
     return ("ok", result.ground_ms, result.solve_ms, result.atom_count, result.rule_count,
-            [str(s) for s in result.symbols])
+            [symbol_text(s) for s in result.symbol_ids])
 
 
 def _can_fork() -> bool:
@@ -451,7 +456,7 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
         raise UnsatisfiableError(outcome[1])
     _, ground_ms, solve_ms, atom_count, rule_count, shown = outcome
     return SolveResult(ground_ms=ground_ms, solve_ms=solve_ms, atom_count=atom_count,
-                       rule_count=rule_count, symbols=[clingo.parse_term(t) for t in shown])
+                       rule_count=rule_count, symbol_ids=[parse_term(t) for t in shown])
 
 
 def solve(rule_files: list[Path | str], facts: str, extra: str = "",
@@ -459,7 +464,8 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
           known: set[tuple[str, int]] | None = None,
           budget: Budget | None = None, hide: Signatures = frozenset(),
           options: tuple[str, ...] = ()) -> SolveResult:
-    """Ground and solve facts with the rule files; return the atoms of the first model.
+    """Ground and solve facts with the rule files; return the atoms of the final model (the
+    only one, or the optimum where the rules optimise).
 
     With `known` (the signatures a user's rule may read without defining them: the input
     relations), an atom of a user's rule file over any other predicate that no rule derives
@@ -477,7 +483,8 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
                                            hide, options)
     else:
         result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options)
-    for symbol, atom in zip(result.symbols, AtomReader().read(result.symbols), strict=True):
+    symbols = result.symbol_ids
+    for symbol, atom in zip(symbols, AtomReader().read(symbols), strict=True):
         name, arguments = atom if atom is not None else _atom(symbol)
         result.atoms[name].append(arguments)
     return result
@@ -532,15 +539,15 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
     results = {i: SolveResult() for i in facts}
     reader = AtomReader()
-    atoms = reader.read_ids(result.symbols)
+    atoms = reader.read_ids(result.symbol_ids)
     owners, stripped = _namespaces(reader.values)
     owner, value, result_of = owners.__getitem__, stripped.__getitem__, results.get
-    for symbol, atom in zip(result.symbols, atoms, strict=True):
+    for symbol, atom in zip(result.symbol_ids, atoms, strict=True):
         kernels = set(map(owner, atom[1])) if atom is not None else set()
         kernels.discard(None)
         own = result_of(kernels.pop()) if len(kernels) == 1 else None
         if own is None:  # no kernel, several, or an argument that is not plain
-            raise NotSeparable(str(symbol))
+            raise NotSeparable(symbol_text(symbol))
         own.atoms[atom[0]].append(tuple(map(value, atom[1])))
     total = sum(len(f) for f in facts.values()) or 1
     for i, own in results.items():

@@ -1,0 +1,214 @@
+"""One clingo run through clingo's C library, without importing clingo's Python package.
+
+`import clingo` executes the whole Python wrapper (control, solving, backend, ast,
+statistics, typing, textwrap…): 40–45 ms of wall time on this project's machine, half of
+what `gpudiv analyze` takes on a small PTX file, while `ptxas` assembles that file in
+20 ms (issue 16, items 3 and 5). The wrapper talks to clingo through a cffi extension
+module, `clingo._clingo`; this module loads that extension on its own (4 ms) and calls the
+handful of C functions an analysis needs: make a control object, load and add programs,
+ground, take the final model's shown symbols as clingo's 64-bit symbol ids, read two
+statistics. Symbols are interned by clingo for the life of the process, so the ids stay
+valid after the control object is freed; `clingo.Symbol(id)` is the same symbol.
+
+Where the extension cannot be loaded that way (a clingo whose wrapper is built
+differently), the package is imported and its own cffi objects are used: same results.
+Errors raise what clingo's wrapper raises: `RuntimeError` with clingo's message,
+`MemoryError` when it ran out of memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+
+# The logger of a control: (message code, message text); codes are clingo's integers
+# (`clingo.MessageCode` values: 2 is an undefined atom).
+Logger = Callable[[int, str], None]
+ATOM_UNDEFINED = 2
+
+_library: tuple | None = None
+
+
+def library() -> tuple:
+    """clingo's cffi `ffi` and `lib`, loaded once per process."""
+    global _library
+    if _library is None:
+        _library = _load()
+    return _library
+
+
+def _load() -> tuple:
+    """The extension module's ffi and lib, with the logger callback attached."""
+    module = sys.modules.get("clingo._clingo") or _load_extension()
+    if module is None:  # pragma: no cover - every clingo ≥ 5.6 wheel ships the extension
+        from clingo._internal import _ffi, _lib
+
+        return _ffi, _lib
+    ffi, lib = module.ffi, module.lib
+    if "clingo.core" not in sys.modules:
+        # clingo's own `clingo.core` attaches its function when it is imported (later, say
+        # by `gpudiv solve`); it calls the same handle with a `MessageCode`, which
+        # `_code` turns back into the integer.
+        @ffi.def_extern(name="pyclingo_logger_callback")
+        def _logged(code, message, data) -> None:
+            ffi.from_handle(data)(code, ffi.string(message).decode(errors="replace"))
+    return ffi, lib
+
+
+def _load_extension():
+    """`clingo._clingo` loaded from the clingo package's folder without running the
+    package's `__init__`, registered in `sys.modules` so that a later `import clingo`
+    uses the same module; None when it is not there."""
+    from importlib.machinery import PathFinder
+
+    try:
+        package = PathFinder.find_spec("clingo")
+        if package is None or not package.submodule_search_locations:
+            return None
+        spec = PathFinder.find_spec("clingo._clingo", package.submodule_search_locations)
+        if spec is None or spec.loader is None:
+            return None
+        module = spec.loader.create_module(spec)
+        spec.loader.exec_module(module)
+    except (ImportError, OSError):
+        return None
+    return sys.modules.setdefault("clingo._clingo", module)
+
+
+def _code(code) -> int:
+    """A message code as an integer (clingo's own logger callback passes a `MessageCode`)."""
+    return getattr(code, "value", code)
+
+
+def _check(ok: bool) -> None:
+    """Raise clingo's last error when a C call failed."""
+    if ok:
+        return
+    ffi, lib = library()
+    message = ffi.string(lib.clingo_error_message()).decode(errors="replace")
+    if lib.clingo_error_code() == lib.clingo_error_bad_alloc:
+        raise MemoryError(message)
+    raise RuntimeError(message)
+
+
+class Control:
+    """A clingo control object: programs in, ground, the final model's shown symbols out.
+    `close` frees it (also when used as a context manager)."""
+
+    def __init__(self, arguments: Iterable[str], logger: Logger, message_limit: int) -> None:
+        ffi, lib = library()
+        self._logger = ffi.new_handle(lambda code, text: logger(_code(code), text))
+        strings = [ffi.new("char[]", argument.encode()) for argument in arguments]
+        pointer = ffi.new("clingo_control_t**")
+        _check(lib.clingo_control_new(strings, len(strings), lib.pyclingo_logger_callback,
+                                      self._logger, message_limit, pointer))
+        self._rep = pointer[0]
+
+    def __enter__(self) -> Control:
+        return self
+
+    def __exit__(self, *_exception) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Free clingo's control object."""
+        if self._rep is not None:
+            library()[1].clingo_control_free(self._rep)
+            self._rep = None
+
+    def load(self, path: str) -> None:
+        """Read a program file."""
+        _check(library()[1].clingo_control_load(self._rep, path.encode()))
+
+    def add(self, program: str) -> None:
+        """Add program text to the `base` part."""
+        ffi, lib = library()
+        _check(lib.clingo_control_add(self._rep, b"base", ffi.NULL, 0, program.encode()))
+
+    def add_statements(self, statements: Iterable) -> None:
+        """Add statements parsed by `clingo.ast` (objects with the C tree in `_rep`)."""
+        ffi, lib = library()
+        pointer = ffi.new("clingo_program_builder_t**")
+        _check(lib.clingo_program_builder_init(self._rep, pointer))
+        builder = pointer[0]
+        _check(lib.clingo_program_builder_begin(builder))
+        try:
+            for statement in statements:
+                _check(lib.clingo_program_builder_add(builder, statement._rep))
+        finally:
+            _check(lib.clingo_program_builder_end(builder))
+
+    def ground(self) -> None:
+        """Ground the `base` part."""
+        ffi, lib = library()
+        name = ffi.new("char[]", b"base")
+        parts = ffi.new("clingo_part_t[1]")
+        parts[0].name, parts[0].params, parts[0].size = name, ffi.NULL, 0
+        _check(lib.clingo_control_ground(self._rep, parts, 1, ffi.NULL, ffi.NULL))
+
+    def final_model(self) -> list[int] | None:
+        """The ids of the shown symbols of the last model clingo finds (it stops after the
+        first one unless the program optimises; then the last one is the optimum); None
+        when there is no model."""
+        ffi, lib = library()
+        handle_pointer = ffi.new("clingo_solve_handle_t**")
+        _check(lib.clingo_control_solve(self._rep, lib.clingo_solve_mode_yield, ffi.NULL, 0,
+                                        ffi.NULL, ffi.NULL, handle_pointer))
+        handle, symbols = handle_pointer[0], None
+        try:
+            model = ffi.new("clingo_model_t**")
+            shown, size = lib.clingo_show_type_shown, ffi.new("size_t*")
+            while True:
+                _check(lib.clingo_solve_handle_model(handle, model))
+                if model[0] == ffi.NULL:
+                    return symbols
+                _check(lib.clingo_model_symbols_size(model[0], shown, size))
+                buffer = ffi.new("clingo_symbol_t[]", size[0])
+                _check(lib.clingo_model_symbols(model[0], shown, buffer, size[0]))
+                symbols = ffi.unpack(buffer, size[0])
+                _check(lib.clingo_solve_handle_resume(handle))
+        finally:
+            _check(lib.clingo_solve_handle_close(handle))
+
+    def problem_size(self) -> tuple[int, int]:
+        """The ground program's atom and rule counts (statistics `problem.lp.atoms` and
+        `problem.lp.rules`); 0 where clingo has no such entry."""
+        ffi, lib = library()
+        statistics = ffi.new("clingo_statistics_t**")
+        _check(lib.clingo_control_statistics(self._rep, statistics))
+        stats, key, found = statistics[0], ffi.new("uint64_t*"), ffi.new("bool*")
+        _check(lib.clingo_statistics_root(stats, key))
+        for name in (b"problem", b"lp"):
+            _check(lib.clingo_statistics_map_has_subkey(stats, key[0], name, found))
+            if not found[0]:
+                return 0, 0
+            _check(lib.clingo_statistics_map_at(stats, key[0], name, key))
+        lp, counts = key[0], []
+        value = ffi.new("double*")
+        for name in (b"atoms", b"rules"):
+            _check(lib.clingo_statistics_map_has_subkey(stats, lp, name, found))
+            if not found[0]:
+                counts.append(0)
+                continue
+            _check(lib.clingo_statistics_map_at(stats, lp, name, key))
+            _check(lib.clingo_statistics_value_get(stats, key[0], value))
+            counts.append(int(value[0]))
+        return counts[0], counts[1]
+
+
+def symbol_text(symbol: int) -> str:
+    """A symbol as clingo prints it."""
+    ffi, lib = library()
+    size = ffi.new("size_t*")
+    _check(lib.clingo_symbol_to_string_size(symbol, size))
+    text = ffi.new("char[]", size[0])
+    _check(lib.clingo_symbol_to_string(symbol, text, size[0]))
+    return ffi.string(text).decode()
+
+
+def parse_term(text: str) -> int:
+    """The id of the symbol that `text` (as `symbol_text` gives it) denotes."""
+    ffi, lib = library()
+    symbol = ffi.new("clingo_symbol_t*")
+    _check(lib.clingo_parse_term(text.encode(), ffi.NULL, ffi.NULL, 0, symbol))
+    return symbol[0]
