@@ -12,6 +12,8 @@ DOCUMENTS = [
     {"timing_ms": {"parse": 0.0, "ssa": 1.25, "facts": 0.001, "ground": 12345.678},
      "flags": [True, False], "neg": -3, "big": 2**63 - 1},
     {"text": "é\x7f\u2028\U0001F600 \x1f\b\n\t\"\\ /"},           # escapes and astral
+    {"runs": "a ← b ←←é\U0001F600←" * 50, "more": ["x\x7f←", "日本語", "\x80\xff"]},  # repeats
+    {"many": "".join(map(chr, range(0x7d, 0x200))) + "\x7f\U0001F600" * 3},  # many distinct
     {"small": 1e-05, "tiny": 3.5e-09, "exp": 1e16, "huge": 1.5e300},  # exponent forms
     {"beyond": 2**70, "negative beyond": -(2**65)},                    # orjson refuses
     {1: "int key", "s": [1, 2]},                                       # non-string key
@@ -27,7 +29,7 @@ def test_same_text_as_json(document):
     assert dumps_indented(document) == json.dumps(document, indent=2)
 
 
-@pytest.mark.parametrize("document", DOCUMENTS[:3])
+@pytest.mark.parametrize("document", DOCUMENTS[:5])
 def test_orjson_path_is_taken_where_it_agrees(document):
     if jsontext.orjson is None:
         pytest.skip("orjson is not installed")
