@@ -17,6 +17,7 @@ from gpudiv.lang.ptx.forms import (
     PLabel,
     PLoc,
 )
+from gpudiv.lang.ptx.inline_reuse import BodyTemplate, lower_inlined_body
 from gpudiv.lang.ptx.opcodes import (
     ASSIGN_ROOTS,
     ATOMIC_ROOTS,
@@ -121,6 +122,10 @@ def _element(attrs: dict, element) -> dict:
 class _KernelLowering:
     """Lowers one `.entry` (and the bodies it calls) to a list of IR instructions/labels."""
 
+    # Inlined bodies copied from their first lowering in the same calling state
+    # (`gpudiv.lang.ptx.inline_reuse`); False: every call site lowered anew.
+    reuse_bodies = True
+
     def __init__(self, unit: _Unit, info: _FuncInfo, diagnostics: list[ir.Diagnostic],
                  inline: bool = True,
                  summaries: dict[str, CallSummary | None] | None = None,
@@ -173,6 +178,7 @@ class _KernelLowering:
         self.own_labels: set[str] = set()  # labels of the kernel's body (not inlined)
         self.groups = 0  # the group id of the last PTX instruction lowered
         self.group_source: PInstr | None = None
+        self.templates: dict[tuple, BodyTemplate] = {}  # calling state → inlined body
 
     # -- small helpers -----------------------------------------------------------------
     def error(self, message: str, line: int, column: int) -> None:
@@ -832,7 +838,10 @@ class _KernelLowering:
                 bound.append(self.copy(frame, pi, base, self.value(frame, arg)))
                 self.slots[base] = {0}
         self.items.extend(bound)
-        self.lower_body(inner)
+        if self.reuse_bodies:
+            lower_inlined_body(self, callee, inner)
+        else:
+            self.lower_body(inner)
         self.label(inner.ret_label, pi.line, pi.column, user=False)
         self.referenced.add(inner.ret_label)
         results: list[ir.Instruction] = []

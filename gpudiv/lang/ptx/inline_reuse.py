@@ -1,0 +1,217 @@
+"""Inlined bodies lowered once per calling state and copied at the other call sites.
+
+Lowering a callee's body again at every call site was a fifth of analysing
+particle_library.G, whose kernels inline 649 calls: 10,700 of their 14,400 IR
+instructions (issue 16, item 3). What lowering one inlined body produces depends on the
+call site through its names only, and through what can change the instructions: the
+callee, the stack of callers (recursion and depth limits), the offsets written in each
+`.param` argument, and whether the calling chain is empty. So the first call site in a
+state is lowered as before and recorded (`BodyTemplate`); at each later one the recorded
+items are copied with the call-site parts renumbered:
+
+- the frame suffixes `@N` of the body and of the calls nested in it (registers, slots,
+  labels), which lowering numbers in order: the same offset applies to all of them;
+- the group ids of its PTX instructions, also numbered in order;
+- the calling chain at the end of each `inlined_at`, and the kernel's call that every
+  inlined group stands for;
+
+and the lowering's tables are extended as lowering the body would have: labels
+referenced, register types, slot offsets, nested call instances, inlined groups, notes,
+calls left opaque. A body whose lowering reported an error or made an exit label (which
+is numbered per kernel and becomes a block of its own) is lowered at every site.
+`tests/lang/ptx/test_inline_reuse.py` lowers every sample file both ways and compares
+the kernels field by field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import islice
+
+from gpudiv import ir
+
+TYPE_CHECKING = False  # (typing is not imported on the analysis path)
+if TYPE_CHECKING:
+    from gpudiv.lang.ptx.forms import PFunction, PInstr
+    from gpudiv.lang.ptx.lower import _Frame, _KernelLowering
+
+# Attributes whose values never hold a frame's names: copied as they are.
+_PLAIN_ATTRS = frozenset({
+    "opcode", "origin", "function", "disp", "offset", "symbol", "symbol_space", "element",
+    "carry", "case", "uniform_hint", "negated", "arg_symbols", "symbols", "symbol_spaces",
+    "texture", "slot_read"})
+
+
+@dataclass
+class BodyTemplate:
+    """One inlined body as lowered at its first call site in a calling state, with what
+    lowering it added to the lowering's tables."""
+
+    items: list  # its instructions and ("label", name, loc, user) tuples
+    call: int  # its call number (suffix `@call`); nested calls: call+1 … call+nested
+    nested: int
+    group: int  # the group count before it; its groups: group+1 … group+groups
+    groups: int
+    chain: tuple  # its frame's `inlined_at`
+    group_source: PInstr | None  # the lowering's group source after it (None: no group)
+    referenced: set[str]
+    var_types: list[tuple[str, str]]
+    slots: list[tuple[str, frozenset[int]]]  # each slot of its frames: offsets written
+    call_instances: list[tuple[str, tuple]]
+    inlined_forms: list[tuple[int, tuple]]
+    notes: list[str]
+    not_inlined: set[str]
+
+
+def calling_state(lowering: _KernelLowering, callee: PFunction, inner: _Frame) -> tuple:
+    """What besides names, groups and chains the lowering of `callee`'s body depends on
+    at this call site (its parameters already bound)."""
+    written = tuple(tuple(sorted(lowering.slots.get(p.name + inner.suffix) or ()))
+                    for p in callee.params if p.space != ".reg")
+    return callee.name, inner.stack, written, bool(inner.inlined_at)
+
+
+def lower_inlined_body(lowering: _KernelLowering, callee: PFunction, inner: _Frame) -> None:
+    """Lower `callee`'s body in the frame `inner`: a copy of the body recorded in the same
+    calling state, else lowered (and recorded when it can be copied)."""
+    state = calling_state(lowering, callee, inner)
+    template = lowering.templates.get(state)
+    if template is not None:
+        _replay(lowering, template, inner)
+        return
+    template = _record(lowering, callee, inner)
+    if template is not None:
+        lowering.templates[state] = template
+
+
+def _added(table: dict, before: int) -> list[tuple]:
+    """The entries added to `table` since it had `before` of them, in insertion order."""
+    return list(islice(reversed(table.items()), len(table) - before))[::-1]
+
+
+def _record(lowering: _KernelLowering, callee: PFunction, inner: _Frame
+            ) -> BodyTemplate | None:
+    """Lower the body and return it as a template; None when it must not be copied."""
+    low = lowering
+    start, call, group = len(low.items), low.calls, low.groups
+    sizes = (len(low.var_types), len(low.slots), len(low.call_instances),
+             len(low.inlined_forms), len(low.notes))
+    diagnostics, exits = len(low.diagnostics), low.exits
+    outer_referenced, outer_not_inlined = low.referenced, low.not_inlined
+    low.referenced, low.not_inlined = set(), set()
+    try:
+        low.lower_body(inner)
+    finally:
+        referenced, not_inlined = low.referenced, low.not_inlined
+        outer_referenced |= referenced
+        outer_not_inlined |= not_inlined
+        low.referenced, low.not_inlined = outer_referenced, outer_not_inlined
+    if low.failed or len(low.diagnostics) != diagnostics or low.exits != exits:
+        return None
+    bases = [p.name + inner.suffix for p in callee.params
+             if p.space != ".reg" and p.name + inner.suffix in low.slots]
+    slots = [*bases, *(name for name, _ in _added(low.slots, sizes[1]))]
+    return BodyTemplate(
+        low.items[start:], call, low.calls - call, group, low.groups - group, inner.inlined_at,
+        low.group_source if low.groups != group else None, referenced,
+        _added(low.var_types, sizes[0]), [(s, frozenset(low.slots[s])) for s in slots],
+        _added(low.call_instances, sizes[2]), _added(low.inlined_forms, sizes[3]),
+        low.notes[sizes[4]:], not_inlined)
+
+
+class _Renaming:
+    """The names, operands and attributes of a template at a new call site."""
+
+    def __init__(self, template: BodyTemplate, shift: int, chain: tuple) -> None:
+        self.low, self.high = template.call, template.call + template.nested
+        self.shift = shift
+        self.old_chain, self.chain = template.chain, chain
+        self.names: dict[str, str] = {}
+        self.vars: dict[str, ir.Var] = {}
+
+    def name(self, name: str) -> str:
+        """`X@N…` with N renumbered when it is one of the template's frames."""
+        known = self.names.get(name)
+        if known is not None:
+            return known
+        renamed = name
+        at = name.find("@")
+        if at >= 0:
+            end = at + 1
+            while end < len(name) and name[end].isdigit():
+                end += 1
+            if end > at + 1 and self.low <= (number := int(name[at + 1:end])) <= self.high:
+                renamed = f"{name[:at + 1]}{number + self.shift}{name[end:]}"
+        self.names[name] = renamed
+        return renamed
+
+    def operand(self, operand: ir.Operand) -> ir.Operand:
+        """A register renamed; constants and special registers as they are."""
+        if type(operand) is not ir.Var:
+            return operand
+        known = self.vars.get(operand.name)
+        if known is None:
+            known = self.vars[operand.name] = ir.Var(self.name(operand.name))
+        return known
+
+    def value(self, value: object) -> object:
+        """An attribute value with every name in it renamed."""
+        if isinstance(value, str):
+            return self.name(value)
+        if isinstance(value, ir.Var):
+            return self.operand(value)
+        if isinstance(value, tuple):
+            return tuple(map(self.value, value))
+        return value
+
+    def attrs(self, attrs: dict[str, object]) -> dict[str, object]:
+        """An instruction's attributes at the new site."""
+        copied = {}
+        for key, value in attrs.items():
+            if key in _PLAIN_ATTRS:
+                copied[key] = value
+            elif key == "inlined_at":
+                # every chain of the body ends with the chain of its frame
+                copied[key] = value[:len(value) - len(self.old_chain)] + self.chain
+            else:
+                copied[key] = self.value(value)
+        return copied
+
+
+def _replay(lowering: _KernelLowering, template: BodyTemplate, inner: _Frame) -> None:
+    """Append a copy of the template for the frame `inner` (its call already numbered)."""
+    low = lowering
+    renaming = _Renaming(template, low.calls - template.call, inner.inlined_at)
+    name, operand, attrs = renaming.name, renaming.operand, renaming.attrs
+    group_shift = low.groups - template.group
+    items = low.items
+    for item in template.items:
+        if type(item) is tuple:
+            items.append((item[0], name(item[1]), *item[2:]))
+            continue
+        guard = item.guard
+        items.append(ir.Instruction(
+            item.kind, item.loc, name(item.dest) if item.dest is not None else None,
+            tuple(map(operand, item.args)), item.operator, item.space,
+            name(item.target) if item.target is not None else None, item.text,
+            attrs(item.attrs), item.id,
+            item.group + group_shift if item.group is not None else None,
+            ir.Guard(operand(guard.operand), guard.negated) if guard is not None else None,
+            tuple(map(operand, item.implicit))))
+    low.calls += template.nested
+    low.groups += template.groups
+    if template.group_source is not None:
+        low.group_source = template.group_source
+    low.referenced.update(map(name, template.referenced))
+    for register, type_ in template.var_types:
+        low.var_types[name(register)] = type_
+    for slot, offsets in template.slots:
+        low.slots[name(slot)] = set(offsets)
+    for suffix, (parent, line, column, callee) in template.call_instances:
+        low.call_instances[name(suffix)] = (name(parent), line, column, callee)
+    call = (inner.call, inner.call_origin)
+    for group, (pi, suffix, function) in template.inlined_forms:
+        low.inlined_groups[group + group_shift] = call
+        low.inlined_forms[group + group_shift] = (pi, name(suffix), function)
+    low.notes.extend(template.notes)
+    low.not_inlined |= template.not_inlined
