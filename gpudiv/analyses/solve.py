@@ -290,17 +290,21 @@ def _shipped_statements(path: str, mtime_ns: int, hide: Signatures) -> tuple | N
 atexit.register(_shipped_statements.cache_clear)
 
 
-# The shipped rule files loaded so far in this process, as `_shipped_statements` keys.
-_loaded: set[tuple[str, int, Signatures]] = set()
+# How often each shipped rule file was loaded in this process, by `_shipped_statements`
+# key; from load `TREES_FROM` on it goes in as syntax trees parsed once. Parsing the
+# text of affine.lp takes about 2.5 ms more than adding its trees, while `clingo.ast`
+# imports clingo's Python package (30–40 ms, which the analyses otherwise never load):
+# a one-file process (particle_library.G runs clingo three times) would lose.
+TREES_FROM = 16
+_loads: dict[tuple[str, int, Signatures], int] = {}
 
 
 def _load_rules(control: Control, rule_files: list[Path | str], hide: Signatures
                 ) -> None:
     """Load the rule files; shipped ones without the `#show`s of `hide` (relations that the
     caller does not read: they cost a Python object per atom, quadratically many for
-    region/2 on deep nests), from their second load in a process on as syntax trees parsed
-    once (the first goes in as text: a process that runs clingo once, as on one small file,
-    would only pay for importing clingo.ast and building the trees)."""
+    region/2 on deep nests), from their `TREES_FROM`-th load in a process on as syntax
+    trees parsed once."""
     shipped = rules_dir().resolve()
     for path in rule_files:
         if Path(path).resolve().parent != shipped:
@@ -308,8 +312,8 @@ def _load_rules(control: Control, rule_files: list[Path | str], hide: Signatures
             continue
         mtime_ns = Path(path).stat().st_mtime_ns
         key = (str(path), mtime_ns, hide)
-        statements = _shipped_statements(*key) if key in _loaded else None
-        _loaded.add(key)
+        _loads[key] = loads = _loads.get(key, 0) + 1
+        statements = _shipped_statements(*key) if loads >= TREES_FROM else None
         if statements is None and hide:
             control.add(_without_shows(str(path), mtime_ns, hide))
         elif statements is None:
