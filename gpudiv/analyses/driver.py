@@ -3,7 +3,7 @@
 An analysis is its rule files, the option facts it adds, and a function that turns the
 solved atoms of one kernel into a `KernelResult`. `Analysis.run` analyses all kernels of a
 file in as few clingo runs as possible: each kernel's facts get their own namespace and up
-to `JOINT_FACTS_LIMIT` characters of facts are grounded and solved together
+to `JOINT_FACTS_LIMIT` facts are grounded and solved together
 (`gpudiv.analyses.solve.solve_together`). A clingo run has a fixed cost of several milliseconds
 (loading and grounding the rule files, statistics, freeing), which dominated the analysis
 of PTX files with many small kernels. Kernels that cannot share a run are solved one by
@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.analyses.copies import Folding, plain_copies, unfold
-from gpudiv.analyses.facts import RELATIONS, facts_text
+from gpudiv.analyses.facts import RELATIONS, facts_of
 from gpudiv.analyses.launch_shape import BlockShape, kernel_shape
 from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import (
@@ -41,10 +41,10 @@ from gpudiv.ir.cfg import build_cfg, region_walk, region_work
 from gpudiv.ir.perf import paused_gc
 from gpudiv.ir.ssa import SSAForm, build_ssa
 
-# Characters of facts grounded in one clingo run: large enough that the fixed cost of a run
-# is spread over many kernels, small enough that a huge file never becomes one huge ground
-# program (about 2,000 to 4,000 IR instructions of facts).
-JOINT_FACTS_LIMIT = 400_000
+# Facts grounded in one clingo run: large enough that the fixed cost of a run is spread
+# over many kernels, small enough that a huge file never becomes one huge ground program
+# (about 2,000 to 4,000 IR instructions of facts).
+JOINT_FACTS_LIMIT = 11_000
 
 # Relations rules/cfg.lp shows for users (`gpudiv solve`, `gpudiv facts --derived`) that no
 # analysis reads: a deep nest of branches has quadratically many of them, and turning each
@@ -118,13 +118,13 @@ def prepare(kernel: ir.Kernel) -> tuple[SSAForm, float]:
 
 def timed_facts(ssa: SSAForm, prefix: str = "", relations: frozenset[str] | None = None,
                 shape: BlockShape | None = None, folding: Folding | None = None
-                ) -> tuple[str, float]:
+                ) -> tuple[list[tuple], float]:
     """The facts of an SSA form (names behind `prefix`, only `relations` when given, for
     a launch with block `shape`, plain copies of `folding` folded) and the milliseconds
     it took."""
     start = time.perf_counter()
     with paused_gc():
-        facts = facts_text(ssa, prefix, relations, shape, folding.root if folding else None)
+        facts = facts_of(ssa, prefix, relations, shape, folding.root if folding else None)
     return facts, (time.perf_counter() - start) * 1000
 
 
@@ -171,7 +171,7 @@ class _Prepared:
     kernel: ir.Kernel
     ssa: SSAForm
     timing: dict[str, float]
-    facts: str = ""
+    facts: list[tuple] = field(default_factory=list)
     shape: BlockShape | None = None
     shape_warning: str | None = None
     folding: Folding | None = None
@@ -279,7 +279,7 @@ class Analysis:
                 report("solving", len(results), len(kernels))
         return [results[i] for i in range(len(kernels))]
 
-    def _solve_together(self, facts: dict[int, str]) -> dict[int, SolveResult] | None:
+    def _solve_together(self, facts: dict[int, list[tuple]]) -> dict[int, SolveResult] | None:
         """One clingo run for a group of kernels; None when they must be solved alone."""
         try:
             return solve_together(list(self.rule_files), facts, self.extra,
@@ -317,7 +317,7 @@ def _separable(ssa: SSAForm) -> bool:
 def _groups(prepared: dict[int, _Prepared], relations: frozenset[str] | None
             ) -> list[list[int]]:
     """Write the facts of every kernel that can share a run, with its index as namespace,
-    and cut those kernels into groups of at most `JOINT_FACTS_LIMIT` characters of facts
+    and cut those kernels into groups of at most `JOINT_FACTS_LIMIT` facts
     (a larger kernel is a group alone)."""
     groups: list[list[int]] = []
     size = 0

@@ -1,14 +1,17 @@
 """IR + SSA → ASP facts, the one interface between Python and the rules.
 
 Each relation is documented in rules/SCHEMA.md; `RELATIONS` lists name and arity of every
-relation emitted here so tests can check the two agree. All symbols are quoted strings;
-integers that do not fit clingo's 32-bit integers are never emitted as numbers.
+relation emitted here so tests can check the two agree. A fact is a tuple `(relation,
+*arguments)`: a `str` argument is a string symbol (quoted in the text), an `int` a number,
+a `Constant` a bare constant (`big`); integers that do not fit clingo's 32-bit integers
+are never emitted as numbers. The analyses hand the tuples to clingo directly
+(`gpudiv.analyses.clingo_lib.Control.add_facts`); `facts_text` writes them as a program.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from gpudiv import ir
 from gpudiv.analyses.invariants import invariant_values
@@ -50,23 +53,46 @@ THREAD_ID_NAMES = ("tid", "%tid.x")
 INT_LIMIT = 2**30
 
 
+class Constant(str):
+    """A fact argument written as a bare constant (`big`), not as a string."""
+
+
+BIG = Constant("big")  # an integer operand too large for clingo's numbers
+
+
 def quote(text: str) -> str:
     """An ASP string constant for `text`."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def atom_texts(facts: Iterable[tuple]) -> list[str]:
+    """Each fact as an atom in ASP syntax (without the final dot)."""
+    quoted: dict[str, str] = {}
+
+    def argument(value: object) -> str:
+        if type(value) is str:
+            text = quoted.get(value)
+            if text is None:
+                text = quoted[value] = quote(value)
+            return text
+        return str(value)
+
+    return [f"{fact[0]}({','.join(map(argument, fact[1:]))})" if len(fact) > 1 else fact[0]
+            for fact in facts]
+
+
 def _namer(namespace: str, instead: Mapping[str, str] | None = None
            ) -> Callable[[str], str]:
-    """`quote` for names of blocks, loops and variables, with the namespace in front
-    (and a variable of `instead` named by its value there: a folded copy by its root);
-    each name is quoted once (a variable's name is in a dozen facts)."""
-    quoted: dict[str, str] = {}
+    """Names of blocks, loops and variables with the namespace in front (and a variable
+    of `instead` named by its value there: a folded copy by its root); one string per
+    name (a variable's name is in a dozen facts)."""
+    named_as: dict[str, str] = {}
     instead = instead or {}
 
     def named(name: str) -> str:
-        text = quoted.get(name)
+        text = named_as.get(name)
         if text is None:
-            text = quoted[name] = quote(namespace + instead.get(name, name))
+            text = named_as[name] = namespace + instead.get(name, name)
         return text
 
     return named
@@ -92,25 +118,24 @@ def _source_kind(var_kind: str, space: str | None, special_class: str | None) ->
     return None
 
 
-def graph_facts(cfg: ControlFlowGraph, namespace: str = "") -> list[str]:
+def graph_facts(cfg: ControlFlowGraph, namespace: str = "") -> list[tuple]:
     """The blocks and edges of a CFG, its virtual entry and exit, the program order of
-    the source blocks and the immediate dominators (what rules/structure.lp reads), one
-    atom per string."""
+    the source blocks and the immediate dominators (what rules/structure.lp reads)."""
     q = _namer(namespace)
-    out = [f"block({q(node)})" for node in cfg.graph.nodes]
-    out += [f"edge({q(u)},{q(v)})" for u, v in cfg.graph.edges]
-    out += [f"entry({q(ENTRY)})", f"exit({q(EXIT)})"]
-    out += [f"block_order({q(b.label)},{n})" for n, b in enumerate(cfg.kernel.blocks)
+    out: list[tuple] = [("block", q(node)) for node in cfg.graph.nodes]
+    out += [("edge", q(u), q(v)) for u, v in cfg.graph.edges]
+    out += [("entry", q(ENTRY)), ("exit", q(EXIT))]
+    out += [("block_order", q(b.label), n) for n, b in enumerate(cfg.kernel.blocks)
             if b.label in cfg.graph]
-    out += [f"idom({q(node)},{q(parent)})" for node, parent in cfg.idom.items()]
+    out += [("idom", q(node), q(parent)) for node, parent in cfg.idom.items()]
     return out
 
 
 def kernel_facts(ssa: SSAForm, namespace: str = "",
                  shape: BlockShape | None = None,
                  relations: Collection[str] | None = None,
-                 folded: Mapping[str, str] | None = None) -> list[str]:
-    """All facts of one kernel, one atom per string (without the final dot); with
+                 folded: Mapping[str, str] | None = None) -> list[tuple]:
+    """All facts of one kernel (tuples: the module's docstring); with
     `relations`, the facts of some other relations may be left out too (`facts_text`
     keeps only those; building the memory facts, def_kind/2, def_line/2 and the operands
     of assignments for analyses that never read them was a third of the facts time).
@@ -126,7 +151,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     cfg = ssa.cfg
     kernel = cfg.kernel
     instrs = kernel.by_id()
-    out: list[str] = []
+    out: list[tuple] = []
     add = out.append
     q = _namer(namespace, folded)
     folded = folded or {}
@@ -145,129 +170,129 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
               } if "call_return" in kernel.attrs else {}
     out.extend(graph_facts(cfg, namespace))
     for node, parent in cfg.ipdom.items():
-        add(f"ipdom({q(node)},{q(parent)})")
+        add(("ipdom", q(node), q(parent)))
     for node, parent in cfg.sync_ipdom.items():
-        add(f"sync_ipdom({q(node)},{q(parent)})")
+        add(("sync_ipdom", q(node), q(parent)))
     for node in sorted(cfg.doomed):
-        add(f"doomed({q(node)})")
+        add(("doomed", q(node)))
     for loop in cfg.loops.values():
-        add(f"loop({q(loop.name)})")
+        add(("loop", q(loop.name)))
         for header in loop.headers:
-            add(f"loop_header({q(loop.name)},{q(header)})")
+            add(("loop_header", q(loop.name), q(header)))
         if loop.parent:
-            add(f"loop_parent({q(loop.name)},{q(loop.parent)})")
+            add(("loop_parent", q(loop.name), q(loop.parent)))
         for b in sorted(loop.blocks):
-            add(f"loop_block({q(loop.name)},{q(b)})")
+            add(("loop_block", q(loop.name), q(b)))
     for rejoin in cfg.rejoins.values():
         for branch in rejoin.branches:
-            add(f"rejoin_gate({q(rejoin.block)},{q(branch)})")
+            add(("rejoin_gate", q(rejoin.block), q(branch)))
     for source, header in back_edges(cfg):
-        add(f"back_edge({q(source)},{q(header)})")
+        add(("back_edge", q(source), q(header)))
     for br in ssa.branches:
-        add(f"branch({q(br.block)},{br.instruction})")
+        add(("branch", q(br.block), br.instruction))
         if br.condition is not None:
-            add(f"branch_cond({q(br.block)},{q(br.condition)})")
+            add(("branch_cond", q(br.block), q(br.condition)))
         term = instrs[br.instruction]
         if term.target is not None and term.operator in ("bz", "bnz"):
-            add(f"branch_when({q(br.block)},{q(term.target)},{int(term.operator == 'bnz')})")
+            add(("branch_when", q(br.block), q(term.target), int(term.operator == 'bnz')))
         if instrs[br.instruction].attrs.get("uniform_hint"):
-            add(f"uniform_hint({q(br.block)})")
+            add(("uniform_hint", q(br.block)))
     for name in sorted(invariant_values(ssa)):
-        add(f"invariant_value({q(name)})")
+        add(("invariant_value", q(name)))
     for var in ssa.variables.values():
         if var.name in folded:
             continue
         name = q(var.name)
-        add(f"var({name},{quote(var.source)})")
+        add(("var", name, var.source))
         if "def_kind" in wanted:
-            add(f"def_kind({name},{quote(var.kind)})")
+            add(("def_kind", name, var.kind))
         if "def_line" in wanted:
-            add(f"def_line({name},{var.loc.line})")
-        add(f"def_block({name},{q(var.block)})")
+            add(("def_line", name, var.loc.line))
+        add(("def_block", name, q(var.block)))
         for operand in dict.fromkeys(var.operands):
-            add(f"operand({name},{q(operand)})")
+            add(("operand", name, q(operand)))
         instr = instrs[var.instruction] if var.instruction is not None else None
         special_class = kernel.specials.get(var.name) if var.kind == "special" else None
         known = shaped.get(var.name) if var.kind == "special" else None
         if known is not None and known.kind != "lane":
             special_class = "uniform"
             if known.kind == "constant":
-                add(f"const({name},{known.value})")
+                add(("const", name, known.value))
         elif known is not None:
-            add(f"lane_index({name})")
+            add(("lane_index", name))
         if var.name in derived:
             kind = derived[var.name].kind
-            add(f"warp_index({name})" if kind == "uniform" else f"lane_index({name})")
+            add(("warp_index" if kind == "uniform" else "lane_index", name))
         why = _source_kind(var.kind, instr.space if instr else None, special_class)
         if instr is not None and instr.operator == "call.input":
-            add(f"call_input({name})")
+            add(("call_input", name))
             # an input is what the calling context says: divergent, or a uniform input
             why = "input" if instr.dest in divergent_inputs else None
             coefficients = affine_inputs.get(instr.dest)
             if coefficients is not None:  # a2·tid² + a1·tid + ⊥: not uniform, not ⊥
                 why = "input"
                 for degree, value in zip((2, 1), coefficients, strict=True):
-                    add(f"affine_input({name},{degree},{value})")
+                    add(("affine_input", name, degree, value))
             elif why is None:
-                add(f"uniform_input({name})")
+                add(("uniform_input", name))
                 value = constant_inputs.get(instr.dest)
                 if value is not None and fits(value):
-                    add(f"const({name},{value})")
+                    add(("const", name, value))
         if instr is not None and "affine" in instr.attrs:  # a call's known affine result
             for degree, value in enumerate(instr.attrs["affine"][::-1]):
                 if value is not None:
-                    add(f"affine_input({name},{degree},{value})")
+                    add(("affine_input", name, degree, value))
         for pointer in instr.attrs.get("via_inputs", ()) if instr is not None else ():
-            add(f"local_via({name},{q(inputs[pointer])})")
+            add(("local_via", name, q(inputs[pointer])))
         if why is not None:
-            add(f"source({name},{quote(why)})")
+            add(("source", name, why))
         if var.kind == "param" or (var.kind == "special" and special_class == "uniform"):
-            add(f"uniform_input({name})")
+            add(("uniform_input", name))
         if var.kind == "special" and var.name in THREAD_ID_NAMES:
-            add(f"thread_id({name})")
+            add(("thread_id", name))
         if var.kind == "phi":
-            add(f"phi({name},{q(var.block)})")
+            add(("phi", name, q(var.block)))
             if var.phi_kind == "mu":
-                add(f"mu({name},{q(var.loop)})")
+                add(("mu", name, q(var.loop)))
             for pred, value in var.incoming:
-                add(f"phi_arg({name},{q(pred)},{q(value)})")
+                add(("phi_arg", name, q(pred), q(value)))
         if var.kind == "eta":
-            add(f"eta({name},{q(var.loop)})")
+            add(("eta", name, q(var.loop)))
         if var.kind == "rejoin":
-            add(f"rejoin({name},{q(var.block)})")
+            add(("rejoin", name, q(var.block)))
         if instr is None:
             continue
         if instr.kind == ir.ASSIGN:
             if assigns:
                 _assign_facts(ssa, instrs, var.instruction, name, add, q)
             if instr.implicit:
-                add(f"hidden_operands({name})")
+                add(("hidden_operands", name))
             kind = comparison_kind(instr)
             if kind is not None:
-                add(f"cmp_kind({name},{quote(kind)})")
+                add(("cmp_kind", name, kind))
             if instr.operator == "not.pred" and var.operands:
-                add(f"pred_not({name},{q(var.operands[0])})")
+                add(("pred_not", name, q(var.operands[0])))
         if instr.kind == ir.ASSIGN and instr.operator == "copy":
             arg = instr.args[0]
             if isinstance(arg, ir.Const) and fits(arg.value):
-                add(f"const({name},{arg.value})")
+                add(("const", name, arg.value))
             elif var.operands:
-                add(f"copy({name},{q(var.operands[0])})")
+                add(("copy", name, q(var.operands[0])))
         elif instr.kind == ir.LOAD and loads:
             address = _operand_atom(ssa, instrs, var.instruction, 0, q)
-            add(f"load({name},{quote(instr.space)},{address})")
+            add(("load", name, instr.space, address))
             for index in range(len(instr.args)):
                 operand = _operand_atom(ssa, instrs, var.instruction, index, q)
-                add(f"load_arg({name},{index},{operand})")
+                add(("load_arg", name, index, operand))
         elif instr.kind == ir.ATOMIC:
-            add(f"atomic({name},{quote(instr.space)})")
+            add(("atomic", name, instr.space))
     for n in kernel.attrs.get("call_return", ()):  # a `.func` lowered on its own
         for name in dict.fromkeys(ssa.uses[n]):
             if name is not None:
-                add(f"call_output({q(name)})")
+                add(("call_output", q(name)))
     for n, instr in instrs.items() if "store" in wanted else ():
         if instr.kind == ir.STORE and ssa.instruction_block.get(n):
-            add(f"store({n},{quote(instr.space)},{_operand_atom(ssa, instrs, n, 0, q)})")
+            add(("store", n, instr.space, _operand_atom(ssa, instrs, n, 0, q)))
     if not MEMORY_RELATIONS.isdisjoint(wanted):
         _memory_facts(ssa, instrs, add, q)
     return out
@@ -321,39 +346,40 @@ def _memory_instruction_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], n
     """The memory facts of the instruction with id `n`, instruction `position` of `block`."""
     instr = instrs[n]
     name = q(instruction_id(n))
-    add(f"instr_at({name},{q(block)},{position})")
+    add(("instr_at", name, q(block), position))
     if instr.kind == ir.BARRIER:
-        add(f"barrier({name})")
+        add(("barrier", name))
         return
     address = _address_atom(ssa, instrs, n, q)
-    space = quote(instr.space or "generic")
+    space = instr.space or "generic"
     if instr.kind in (ir.LOAD, ir.ATOMIC):
-        add(f"mem_read({name},{space},{address})")
+        add(("mem_read", name, space, address))
     if instr.kind in (ir.STORE, ir.ATOMIC):
-        add(f"mem_write({name},{space},{address})")
+        add(("mem_write", name, space, address))
     disp = instr.attrs.get("disp", 0)
     if isinstance(disp, int) and fits(disp):
-        add(f"mem_disp({name},{disp})")
+        add(("mem_disp", name, disp))
     size = access_size(instr)
     if size is not None:
-        add(f"mem_size({name},{size})")
+        add(("mem_size", name, size))
     defined = ssa.defs.get(n) if instr.dest is not None and instr.kind != ir.STORE else None
     if defined:
-        add(f"mem_def({name},{q(defined)})")
+        add(("mem_def", name, q(defined)))
     if instr.kind == ir.STORE:
         values = ssa.uses[n][1:len(instr.args)]
         for used in dict.fromkeys(u for u in values if u is not None):
-            add(f"store_value({name},{q(used)})")
+            add(("store_value", name, q(used)))
 
 
-def _address_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], n: int, q) -> str:
+def _address_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], n: int, q
+                  ) -> str | int:
     """The base of a memory access: `"@sym"` for a PTX variable (`[sym+4]`), else the
     address operand as in `load/3`."""
     symbol = instrs[n].attrs.get("symbol")
     if isinstance(symbol, str):
         return q("@" + symbol)
     if not instrs[n].args:
-        return "0"
+        return 0
     return _operand_atom(ssa, instrs, n, 0, q)
 
 
@@ -395,41 +421,53 @@ def _assign_facts(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: 
                   add, q) -> None:
     """`assign_op/2` (normalised operator) and the ordered operands of an assignment."""
     instr = instrs[instruction]
-    add(f"assign_op({name},{quote(normalise(instr))})")
+    add(("assign_op", name, normalise(instr)))
     bits = integer_bits(instr)
     if bits is not None:
-        add(f"op_bits({name},{bits})")
+        add(("op_bits", name, bits))
     extended = zero_extended_bits(instr)
     if extended is not None:
-        add(f"zero_extend({name},{extended})")
+        add(("zero_extend", name, extended))
     for index, value in enumerate(instr.args):
         used = ssa.uses[instruction][index]
         if used is not None:
-            add(f"arg({name},{index},{q(used)})")
+            add(("arg", name, index, q(used)))
         elif isinstance(value, ir.Const) and fits(value.value):
-            add(f"arg_const({name},{index},{value.value})")
+            add(("arg_const", name, index, value.value))
         else:
-            add(f"arg_big({name},{index})")
+            add(("arg_big", name, index))
 
 
 def _operand_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], instruction: int,
-                  arg: int, q) -> str:
-    """An operand as a term: the SSA name (quoted) or the integer, or `big` if too large."""
+                  arg: int, q) -> str | int:
+    """An operand as a term: the SSA name (a string) or the integer, or `big` if too
+    large."""
     name = ssa.uses[instruction][arg]
     if name is not None:
         return q(name)
     value = instrs[instruction].args[arg]
-    return str(value.value) if isinstance(value, ir.Const) and fits(value.value) else "big"
+    return value.value if isinstance(value, ir.Const) and fits(value.value) else BIG
+
+
+def facts_of(ssa: SSAForm, namespace: str = "",
+             relations: Collection[str] | None = None,
+             shape: BlockShape | None = None,
+             folded: Mapping[str, str] | None = None) -> list[tuple]:
+    """The facts of one kernel (only `relations`, when given), for a launch with the given
+    block shape (None: any), plain copies folded into their roots (`folded`, see
+    `kernel_facts`)."""
+    facts = kernel_facts(ssa, namespace, shape, relations, folded)
+    return facts if relations is None else [f for f in facts if f[0] in relations]
+
+
+def program_text(facts: Iterable[tuple]) -> str:
+    """Facts as an ASP program, one per line."""
+    return "".join(f"{atom}.\n" for atom in atom_texts(facts))
 
 
 def facts_text(ssa: SSAForm, namespace: str = "",
                relations: Collection[str] | None = None,
                shape: BlockShape | None = None,
                folded: Mapping[str, str] | None = None) -> str:
-    """The facts of one kernel as one ASP program text (only `relations`, when given),
-    for a launch with the given block shape (None: any), plain copies folded into their
-    roots (`folded`, see `kernel_facts`)."""
-    atoms = kernel_facts(ssa, namespace, shape, relations, folded)
-    if relations is None:
-        return "".join(f"{atom}.\n" for atom in atoms)
-    return "".join(f"{atom}.\n" for atom in atoms if atom[:atom.find("(")] in relations)
+    """`facts_of` as one ASP program text."""
+    return program_text(facts_of(ssa, namespace, relations, shape, folded))

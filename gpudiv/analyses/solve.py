@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
 from gpudiv.analyses.clingo_lib import ATOM_UNDEFINED, Control, parse_term, symbol_text
+from gpudiv.analyses.facts import program_text
 from gpudiv.ir.perf import memory_bytes
 
 
@@ -326,8 +327,9 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
                       show: list[tuple[str, int]] | None,
                       known: set[tuple[str, int]] | None,
                       hide: Signatures = frozenset(),
-                      options: tuple[str, ...] = ()) -> SolveResult:
-    """One clingo run: the shown symbols of the final model, times and counts (see `solve`)."""
+                      options: tuple[str, ...] = (), facts: list[tuple] = ()) -> SolveResult:
+    """One clingo run: the shown symbols of the final model, times and counts (see
+    `solve`); `facts` go in through clingo's backend after the program text."""
     messages: list[str] = []
     undefined: list[str] = []
 
@@ -337,10 +339,11 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
     quiet = not show and known is None
     with Control([*(["--warn=none"] if quiet else []), *options], logger,
                  20 if quiet else 1000) as control:
-        return _run(control, rule_files, program, show, known, hide, messages, undefined)
+        return _run(control, rule_files, program, facts, show, known, hide, messages,
+                    undefined)
 
 
-def _run(control: Control, rule_files: list[Path | str], program: str,
+def _run(control: Control, rule_files: list[Path | str], program: str, facts: list[tuple],
          show: list[tuple[str, int]] | None, known: set[tuple[str, int]] | None,
          hide: Signatures, messages: list[str], undefined: list[str]) -> SolveResult:
     """`_ground_and_solve` on a new control object whose logger fills `messages` and
@@ -351,6 +354,8 @@ def _run(control: Control, rule_files: list[Path | str], program: str,
     try:
         _load_rules(control, rule_files, hide)
         control.add(program)
+        if facts:
+            control.add_facts(facts)
         if show is not None:
             control.add("".join(f"#show {n}/{a}.\n" for n, a in show))
     except RuntimeError as error:
@@ -463,7 +468,7 @@ def _limited_ground_and_solve(rule_files: list[Path | str], program: str,
                        rule_count=rule_count, symbol_ids=[parse_term(t) for t in shown])
 
 
-def solve(rule_files: list[Path | str], facts: str, extra: str = "",
+def solve(rule_files: list[Path | str], facts: str | list[tuple], extra: str = "",
           show: list[tuple[str, int]] | None = None,
           known: set[tuple[str, int]] | None = None,
           budget: Budget | None = None, hide: Signatures = frozenset(),
@@ -480,13 +485,20 @@ def solve(rule_files: list[Path | str], facts: str, extra: str = "",
     shipped rule files `#show` but the caller does not need. `options`: clingo command-line
     options for this run (e.g. an optimisation strategy).
     """
+    users = users_rule_files(rule_files)
     if budget is None:
-        budget = DEFAULT_BUDGET if users_rule_files(rule_files) else UNLIMITED
+        budget = DEFAULT_BUDGET if users else UNLIMITED
+    tuples: list[tuple] = []
+    if not isinstance(facts, str) and (users or known is not None or budget.limited):
+        facts = program_text(facts)  # a user's rules see the facts as a program text
+    elif not isinstance(facts, str):
+        facts, tuples = "", facts
     if budget.limited and _can_fork():  # no limits where processes cannot fork
         result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
                                            hide, options)
     else:
-        result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options)
+        result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options,
+                                   tuples)
     symbols = result.symbol_ids
     for symbol, atom in zip(symbols, AtomReader().read(symbols), strict=True):
         name, arguments = atom if atom is not None else _atom(symbol)
@@ -527,7 +539,8 @@ def namespace(index: int) -> str:
     return f"{index}{NAMESPACE_MARK}"
 
 
-def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: str = "",
+def solve_together(rule_files: list[Path | str], facts: dict[int, str | list[tuple]],
+                   extra: str = "",
                    hide: Signatures = frozenset()) -> dict[int, SolveResult]:
     """Solve the facts of several kernels in one clingo run; one result per kernel.
 
@@ -540,7 +553,9 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str], extra: s
     measures them for the whole run). `NotSeparable` when a shown atom names no kernel,
     names two, or has nested terms.
     """
-    result = _ground_and_solve(rule_files, "".join(facts.values()) + extra, None, None, hide)
+    text = "".join(f for f in facts.values() if isinstance(f, str))
+    tuples = [fact for f in facts.values() if not isinstance(f, str) for fact in f]
+    result = _ground_and_solve(rule_files, text + extra, None, None, hide, (), tuples)
     results = {i: SolveResult() for i in facts}
     reader = AtomReader()
     atoms = reader.read_ids(result.symbol_ids)

@@ -42,8 +42,7 @@ def solve_kernel(kernel: ir.Kernel) -> RuleStructure:
     if not kernel.blocks:
         return RuleStructure(kernel.name, True, frozenset(), frozenset(), frozenset(),
                              frozenset(), frozenset())
-    facts = "".join(f"{atom}.\n" for atom in graph_facts(build_cfg(kernel)))
-    result = solve([shipped_rule(RULE_FILE)], facts)
+    result = solve([shipped_rule(RULE_FILE)], graph_facts(build_cfg(kernel)))
     return RuleStructure(
         kernel.name, bool(result.relation("st_structured")),
         frozenset(h for (h,) in result.relation("st_loop")),

@@ -108,11 +108,14 @@ def stamp_of(paths: list[str]) -> list[int]:
 def warm_up() -> None:
     """Import what commands use and analyse `WARM_UP_PTX` under every analysis."""
     from gpudiv import api
-    from gpudiv.analyses import ANALYSES, DEFAULT_ANALYSIS
+    from gpudiv.analyses import ANALYSES, DEFAULT_ANALYSIS, solve
     from gpudiv.cli.main import COMMANDS
     from gpudiv.ir.perf import started
     from gpudiv.report import corpus  # noqa: F401 - imported for the children
 
+    # A daemon lives long: the shipped rule files go in as syntax trees, parsed here once
+    # for all its workers (clingo.ast imported with them).
+    solve.TREES_FROM = 1
     for name in ("analyze", "check", "explain", "compare", "run", "transform"):
         importlib.import_module(COMMANDS[name][0])
     for analysis in ANALYSES:

@@ -34,7 +34,7 @@ import clingo
 from gpudiv import ir
 from gpudiv.analyses import get_analysis
 from gpudiv.analyses.driver import prepare
-from gpudiv.analyses.facts import RELATIONS, facts_text, kernel_facts, quote
+from gpudiv.analyses.facts import RELATIONS, Constant, kernel_facts, quote
 from gpudiv.analyses.launch_shape import kernel_shape
 from gpudiv.analyses.schema import Relation, documented_relations, shown_relations
 from gpudiv.analyses.solve import shipped_rule, solve
@@ -103,10 +103,6 @@ def _declare(name: str, arity: int, keyed: bool,
     if keyed:
         return Table(name, (*KEY_COLUMNS, *unique), ["symbol", "symbol", *types])
     return Table(name, tuple(unique), types)
-
-
-class Constant(str):
-    """A bare ASP constant such as `source` or `big` (a symbol, but not a quoted string)."""
 
 
 # A value of a row: an integer, a string (quoted in ASP) or a bare constant.
@@ -195,17 +191,17 @@ def collect(paths: list[str | Path], derived: str | None = None,
         start = time.perf_counter()
         ssa, _ = prepare(kernel)  # stack slots promoted, as the analyses see the kernel
         shape, _ = kernel_shape(kernel, None)
-        atoms = kernel_facts(ssa, shape=shape)
+        facts = kernel_facts(ssa, shape=shape)
+        rows = [(fact[0], fact[1:]) for fact in facts]
         timing["facts"] += (time.perf_counter() - start) * 1000
         if rule_files:
             start = time.perf_counter()
-            solved = solve(rule_files, facts_text(ssa, shape=shape))
-            atoms += [str(s) for s in sorted(solved.symbols)]
+            solved = solve(rule_files, facts)
+            rows += [parse_atom(str(s)) for s in sorted(solved.symbols)]
             timing["solve"] += (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         prefix = (path, kernel.name) if keyed else ()
-        for atom in atoms:
-            name, values = parse_atom(atom)
+        for name, values in rows:
             table = tables.get(name)
             if table is None:
                 table = tables[name] = _declare(name, len(values), keyed, documented)

@@ -46,8 +46,8 @@ def test_every_input_relation_is_documented_with_its_arity():
 def test_emitted_facts_are_declared_and_documented(path):
     table = documented()
     for kernel in gpudiv.load(path).kernels:
-        for atom in kernel_facts(build_ssa(build_cfg(kernel))):
-            name = atom.split("(", 1)[0]
+        for fact in kernel_facts(build_ssa(build_cfg(kernel))):
+            name = fact[0]
             assert name in RELATIONS, f"kernel_facts emits '{name}', not in facts.RELATIONS"
             assert name in table, f"kernel_facts emits '{name}', not in rules/SCHEMA.md"
 

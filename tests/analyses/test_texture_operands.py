@@ -14,7 +14,7 @@ import pytest
 
 from gpudiv.analyses import affine, affine2, simple
 from gpudiv.analyses.affine_reference import solve_reference
-from gpudiv.analyses.facts import kernel_facts
+from gpudiv.analyses.facts import atom_texts, kernel_facts
 from gpudiv.api import analyze
 from gpudiv.cli import main
 from gpudiv.cli.explain import explain
@@ -76,7 +76,7 @@ def test_cuda_texture_objects_debug_build(analysis):
 
 def test_load_arg_facts_list_the_handle_and_every_coordinate():
     kernel = load(PTX_SAMPLE).kernel("tex2d_tid_y")
-    facts = kernel_facts(build_ssa(build_cfg(kernel)))
+    facts = atom_texts(kernel_facts(build_ssa(build_cfg(kernel))))
     first = '"%f1#1"'
     assert f'load({first},"texture","%rd1#1")' in facts
     assert {a for a in facts if a.startswith(f"load_arg({first},")} == {
@@ -85,7 +85,7 @@ def test_load_arg_facts_list_the_handle_and_every_coordinate():
 
 
 def test_ordinary_loads_have_their_address_as_only_operand():
-    facts = kernel_facts(build_ssa(build_cfg(load(PTX_SAMPLE).kernel("tex_tid"))))
+    facts = atom_texts(kernel_facts(build_ssa(build_cfg(load(PTX_SAMPLE).kernel("tex_tid")))))
     assert 'load_arg("%rd1#1",0,"tex_tid_param_0")' in facts
     assert not any(a.startswith('load_arg("%rd1#1",1,') for a in facts)
 

@@ -25,7 +25,7 @@ the kernels field by field.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 from gpudiv import ir
@@ -61,6 +61,34 @@ class BodyTemplate:
     inlined_forms: list[tuple[int, tuple]]
     notes: list[str]
     not_inlined: set[str]
+    # filled on first use: `name_parts` of each name met, `changing_attrs`
+    parts: dict[str, tuple[str, int, str] | None] = field(default_factory=dict)
+    attr_keys: list[tuple[str, ...] | None] | None = None
+
+    def name_parts(self, name: str) -> tuple[str, int, str] | None:
+        """(`X@`, N, rest) of a name `X@N…` whose N is one of this body's frames, else
+        None: the parts a copy renumbers."""
+        if name in self.parts:
+            return self.parts[name]
+        parts = None
+        at = name.find("@")
+        if at >= 0:
+            end = at + 1
+            while end < len(name) and name[end].isdigit():
+                end += 1
+            if end > at + 1 and self.call <= (number := int(name[at + 1:end])) <= \
+                    self.call + self.nested:
+                parts = (name[:at + 1], number, name[end:])
+        self.parts[name] = parts
+        return parts
+
+    def changing_attrs(self) -> list[tuple[str, ...] | None]:
+        """For each item, the attributes a copy may change (None for a label)."""
+        if self.attr_keys is None:
+            self.attr_keys = [None if type(item) is tuple else
+                              tuple(k for k in item.attrs if k not in _PLAIN_ATTRS)
+                              for item in self.items]
+        return self.attr_keys
 
 
 def calling_state(lowering: _KernelLowering, callee: PFunction, inner: _Frame) -> tuple:
@@ -123,27 +151,20 @@ class _Renaming:
     """The names, operands and attributes of a template at a new call site."""
 
     def __init__(self, template: BodyTemplate, shift: int, chain: tuple) -> None:
-        self.low, self.high = template.call, template.call + template.nested
-        self.shift = shift
+        self.template, self.shift = template, shift
         self.old_chain, self.chain = template.chain, chain
         self.names: dict[str, str] = {}
         self.vars: dict[str, ir.Var] = {}
+        self.chains: dict[tuple, tuple] = {}
 
     def name(self, name: str) -> str:
         """`X@N…` with N renumbered when it is one of the template's frames."""
         known = self.names.get(name)
-        if known is not None:
-            return known
-        renamed = name
-        at = name.find("@")
-        if at >= 0:
-            end = at + 1
-            while end < len(name) and name[end].isdigit():
-                end += 1
-            if end > at + 1 and self.low <= (number := int(name[at + 1:end])) <= self.high:
-                renamed = f"{name[:at + 1]}{number + self.shift}{name[end:]}"
-        self.names[name] = renamed
-        return renamed
+        if known is None:
+            parts = self.template.name_parts(name)
+            known = self.names[name] = name if parts is None else \
+                f"{parts[0]}{parts[1] + self.shift}{parts[2]}"
+        return known
 
     def operand(self, operand: ir.Operand) -> ir.Operand:
         """A register renamed; constants and special registers as they are."""
@@ -164,17 +185,20 @@ class _Renaming:
             return tuple(map(self.value, value))
         return value
 
-    def attrs(self, attrs: dict[str, object]) -> dict[str, object]:
-        """An instruction's attributes at the new site."""
-        copied = {}
-        for key, value in attrs.items():
-            if key in _PLAIN_ATTRS:
-                copied[key] = value
-            elif key == "inlined_at":
-                # every chain of the body ends with the chain of its frame
-                copied[key] = value[:len(value) - len(self.old_chain)] + self.chain
-            else:
+    def attrs(self, attrs: dict[str, object], keys: tuple[str, ...]) -> dict[str, object]:
+        """An instruction's attributes at the new site (`keys`: those that may change)."""
+        copied = dict(attrs)
+        for key in keys:
+            value = copied[key]
+            if key != "inlined_at":
                 copied[key] = self.value(value)
+                continue
+            # every chain of the body ends with the chain of its frame
+            chain = self.chains.get(value)
+            if chain is None:
+                chain = self.chains[value] = value[:len(value) - len(self.old_chain)] + \
+                    self.chain
+            copied[key] = chain
         return copied
 
 
@@ -185,8 +209,8 @@ def _replay(lowering: _KernelLowering, template: BodyTemplate, inner: _Frame) ->
     name, operand, attrs = renaming.name, renaming.operand, renaming.attrs
     group_shift = low.groups - template.group
     items = low.items
-    for item in template.items:
-        if type(item) is tuple:
+    for item, keys in zip(template.items, template.changing_attrs(), strict=True):
+        if keys is None:  # a label
             items.append((item[0], name(item[1]), *item[2:]))
             continue
         guard = item.guard
@@ -194,7 +218,7 @@ def _replay(lowering: _KernelLowering, template: BodyTemplate, inner: _Frame) ->
             item.kind, item.loc, name(item.dest) if item.dest is not None else None,
             tuple(map(operand, item.args)), item.operator, item.space,
             name(item.target) if item.target is not None else None, item.text,
-            attrs(item.attrs), item.id,
+            attrs(item.attrs, keys) if keys else dict(item.attrs), item.id,
             item.group + group_shift if item.group is not None else None,
             ir.Guard(operand(guard.operand), guard.negated) if guard is not None else None,
             tuple(map(operand, item.implicit))))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpudiv import ir
-from gpudiv.analyses.facts import kernel_facts
+from gpudiv.analyses.facts import atom_texts, kernel_facts
 from gpudiv.analyses.simple import analyze_kernel
 from gpudiv.ir.cfg import build_cfg
 from gpudiv.ir.ssa import build_ssa
@@ -199,7 +199,7 @@ L:
 	ret;"""))
     branch = next(i for i in kernel.instructions() if i.kind == ir.BRANCH)
     assert branch.operator == "bnz" and branch.attrs["uniform_hint"] is True
-    facts = kernel_facts(build_ssa(build_cfg(kernel)))
+    facts = atom_texts(kernel_facts(build_ssa(build_cfg(kernel))))
     assert any(f.startswith("uniform_hint(") for f in facts)
     assert analyze_kernel(kernel).branches[0].divergent  # the hint is not believed
 
@@ -361,7 +361,7 @@ def test_unknown_opcode_warns_once_and_is_opaque():
     assert [i.dest for i in opaque] == ["%r1", "%r3", "%r4"]
     membar = [i for i in kernel.instructions() if i.attrs["opcode"] == "membar.gl"]
     assert [i.kind for i in membar] == [ir.FENCE], "kept (printable), no effect on values"
-    facts = kernel_facts(build_ssa(build_cfg(kernel)))
+    facts = atom_texts(kernel_facts(build_ssa(build_cfg(kernel))))
     assert 'source("%r1#1","opaque")' in facts
 
 
