@@ -38,21 +38,38 @@ def library() -> tuple:
 
 
 def _load() -> tuple:
-    """The extension module's ffi and lib, with the logger callback attached."""
+    """The extension module's ffi and lib."""
     module = sys.modules.get("clingo._clingo") or _load_extension()
     if module is None:  # pragma: no cover - every clingo ≥ 5.6 wheel ships the extension
         from clingo._internal import _ffi, _lib
 
         return _ffi, _lib
-    ffi, lib = module.ffi, module.lib
-    if "clingo.core" not in sys.modules:
-        # clingo's own `clingo.core` attaches its function when it is imported (later, say
-        # by `gpudiv solve`); it calls the same handle with a `MessageCode`, which
-        # `_code` turns back into the integer.
-        @ffi.def_extern(name="pyclingo_logger_callback")
-        def _logged(code, message, data) -> None:
-            ffi.from_handle(data)(code, ffi.string(message).decode(errors="replace"))
-    return ffi, lib
+    return module.ffi, module.lib
+
+
+# Whether the logger callback attached last is ours and came after `clingo.core`'s.
+_logger_attached = {"ours": False, "after_core": False}
+
+
+def _attach_logger(ffi) -> None:
+    """Make clingo's logger callback ours: it passes the message code as clingo's own
+    does (a `MessageCode` once `clingo.core` is loaded, else the integer, which `_code`
+    reads either way) and decodes the message leniently. clingo's callback, which
+    `clingo.core` attaches when it is imported, decodes strictly and ends the process
+    ("PANIC: exception in nothrow scope") when a message holds a character that clingo
+    cut in two, as it did for a fact with "é←" in it."""
+    core = "clingo.core" in sys.modules
+    if _logger_attached["ours"] and (_logger_attached["after_core"] or not core):
+        return
+
+    @ffi.def_extern(name="pyclingo_logger_callback")
+    def _logged(code, message, data) -> None:
+        codes = sys.modules.get("clingo.core")
+        if codes is not None:
+            code = codes.MessageCode(code)
+        ffi.from_handle(data)(code, ffi.string(message).decode(errors="replace"))
+
+    _logger_attached.update(ours=True, after_core=core)
 
 
 def _load_extension():
@@ -97,6 +114,7 @@ class Control:
 
     def __init__(self, arguments: Iterable[str], logger: Logger, message_limit: int) -> None:
         ffi, lib = library()
+        _attach_logger(ffi)
         self._logger = ffi.new_handle(lambda code, text: logger(_code(code), text))
         strings = [ffi.new("char[]", argument.encode()) for argument in arguments]
         pointer = ffi.new("clingo_control_t**")

@@ -61,8 +61,8 @@ BIG = Constant("big")  # an integer operand too large for clingo's numbers
 
 
 def quote(text: str) -> str:
-    """An ASP string constant for `text`."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """An ASP string constant for `text` (clingo's escapes: backslash, quote, newline)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def atom_texts(facts: Iterable[tuple]) -> list[str]:

@@ -8,6 +8,8 @@ import clingo
 import pytest
 
 from gpudiv.analyses.clingo_lib import ATOM_UNDEFINED, Control, parse_term, symbol_text
+from gpudiv.analyses.facts import Constant, program_text
+from gpudiv.analyses.solve import shipped_rule, solve
 
 
 def run(program: str, arguments=()) -> tuple[list[int] | None, list[tuple[int, str]], tuple]:
@@ -79,3 +81,41 @@ def test_an_analysis_does_not_import_clingos_python_package(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, check=True)
     assert done.stdout.split() == ["['clingo._clingo']"]
+
+
+FACTS = [("a", 'q"uo\\te', -3, 7), ("a", "é←\n", 0, 2147483647), ("b",), ("c", Constant("big")),
+         ("d", "big", Constant("x_y")), ("e", "%r1@2#1", -2147483648)]
+RULES = "r(X, N) :- a(X, N, _). s :- b. t(C) :- c(C). u(S) :- d(S, _). #show r/2. #show s/0. " \
+        "#show t/1. #show u/1. #show e/2."
+
+
+def test_facts_through_the_backend_are_the_facts_of_the_program_text():
+    through_text, _, _ = run(program_text(FACTS) + RULES)
+    with Control([], lambda code, text: None, 20) as control:
+        control.add(RULES)
+        control.add_facts(FACTS)
+        control.ground()
+        through_backend = control.final_model()
+    assert sorted(map(symbol_text, through_backend)) == sorted(map(symbol_text, through_text))
+    assert len(through_text) == 6
+
+
+def test_solve_gives_the_same_atoms_from_tuples_and_from_text():
+    rules = [shipped_rule("cfg.lp")]
+    facts = [("edge", "b0", "b1"), ("edge", "b0", "b2"), ("edge", "b1", "b3"),
+             ("edge", "b2", "b3"), ("branch", "b0", 1), ("ipdom", "b0", "b3"),
+             ("ipdom", "b1", "b3"), ("ipdom", "b2", "b3")]
+    assert dict(solve(rules, facts).atoms) == dict(solve(rules, program_text(facts)).atoms)
+
+
+def test_a_message_with_a_character_cut_in_two_is_no_panic(tmp_path):
+    """clingo's lexer errors cut "é←" byte by byte; clingo's own logger callback would end
+    the process on them ("PANIC: exception in nothrow scope"), ours is attached instead."""
+    code = ("import clingo.core\nfrom gpudiv.analyses.clingo_lib import Control\n"
+            "logged = []\ntry:\n    with Control([], lambda c, t: logged.append((c, t)), 20)"
+            " as control:\n        control.add('a(\"é←\\n\").')\nexcept RuntimeError as e:\n"
+            "    print(e)\nprint(len(logged), all(c == 1 for c, _ in logged))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["parsing failed", "7 True"], done.stdout
