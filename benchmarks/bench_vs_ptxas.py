@@ -8,7 +8,9 @@ newer than sm_80, else sm_80) and times `gpudiv analyze --analysis A --format js
 
 - `process`: one `gpudiv analyze A FILE` process per file, start-up included, as a user
   runs it on one file; the median processor time (user + system of the child process;
-  less sensitive than wall time to other work on the machine).
+  less sensitive than wall time to other work on the machine), or with `--statistic min`
+  the least (on a shared machine, the run least disturbed). The repeats of ptxas and of
+  each analysis take turns.
 - `corpus`: the whole list in one `gpudiv analyze A FILE…` process, as a user runs it on
   a suite (ptxas takes one file per process, so it is still timed per file). Its processor
   time is the corpus total; the per-file column is what each file adds to such a run: in
@@ -130,27 +132,31 @@ def build_of(path: Path) -> str:
 
 
 def measure(path: Path, analyses: list[str], repeat: int, ptxas: str | None,
-            scratch: str, per_process: bool = True, daemon: Daemon | None = None) -> dict:
-    """Median processor seconds of ptxas and (`per_process`) of each analysis in its own
-    `gpudiv analyze` process on one file; with `daemon`, the mean through it as well."""
+            scratch: str, per_process: bool = True, daemon: Daemon | None = None,
+            statistic: str = "median") -> dict:
+    """Processor seconds of ptxas and (`per_process`) of each analysis in its own `gpudiv
+    analyze` process on one file, the `statistic` of `repeat` runs; with `daemon`, the
+    mean through it as well. The runs take turns (ptxas, each analysis, again), so that a
+    slow spell of a shared machine falls on all of them alike."""
     absolute = str(path.resolve())
     text = path.read_text()
     row: dict = {"file": str(path), "lines": len(text.splitlines()), "build": build_of(path)}
+    commands: dict[str, list[str]] = {}
     if ptxas:
-        arch = ptxas_arch(text)
-        row["ptxas"] = statistics.median(
-            child_seconds([ptxas, f"-arch={arch}", absolute, "-o", os.devnull], scratch)
-            for _ in range(repeat))
+        commands["ptxas"] = [ptxas, f"-arch={ptxas_arch(text)}", absolute, "-o", os.devnull]
     if per_process:
-        for analysis in analyses:
-            row[analysis] = statistics.median(
-                child_seconds(analyze_command(analysis, [absolute]), scratch)
-                for _ in range(repeat))
-    if daemon is not None:
-        for analysis in analyses:
-            row[daemon_key(analysis)] = statistics.mean(
-                daemon.seconds(analyze_command(analysis, [absolute]), scratch)
-                for _ in range(repeat))
+        commands.update({a: analyze_command(a, [absolute]) for a in analyses})
+    times: dict[str, list[float]] = {key: [] for key in commands}
+    through: dict[str, list[float]] = {daemon_key(a): [] for a in analyses} if daemon else {}
+    for _ in range(repeat):
+        for key, command in commands.items():
+            times[key].append(child_seconds(command, scratch))
+        for analysis in analyses if daemon is not None else ():
+            through[daemon_key(analysis)].append(
+                daemon.seconds(analyze_command(analysis, [absolute]), scratch))
+    aggregate = min if statistic == "min" else statistics.median
+    row.update({key: aggregate(values) for key, values in times.items()})
+    row.update({key: statistics.mean(values) for key, values in through.items()})
     return row
 
 
@@ -289,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="one gpudiv process per file, one for the whole list, one "
                              "process per file through a daemon; both: process and corpus")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--statistic", choices=["median", "min"], default="median",
+                        help="of the repeats of ptxas and of each process per file: min is "
+                             "the run least disturbed by other work on a shared machine")
     parser.add_argument("--json", action="store_true", help="rows and totals as JSON")
     parser.add_argument("--no-compile", action="store_true",
                         help="do not write the bytecode of the timed gpudiv package first")
@@ -312,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             (Daemon() if through_daemon else contextlib.nullcontext()) as daemon:
         for path in files:
             rows.append(measure(path, args.analyses, args.repeat, ptxas, scratch, per_process,
-                                daemon))
+                                daemon, args.statistic))
             print(f"{path}: done", file=sys.stderr, flush=True)
         if in_corpus:
             for analysis in args.analyses:
