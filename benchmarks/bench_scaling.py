@@ -15,9 +15,10 @@ processes of that size:
 | `ground`, `solve` | clingo |
 | `other` | the rest of the analysis: clingo reading facts and rules, atoms read back |
 | `findings` | findings and their explanation chains (`file_findings`) |
-| `report` | the JSON document (`analysis_json`, `json.dumps`) |
+| `report` | the JSON document and its text (`analysis_json`, `dumps_indented`) |
 
-Times are processor time by default (`--clock cpu`: the child process makes
+Every stage runs with the garbage collector paused, as `gpudiv analyze` runs them. Times
+are processor time by default (`--clock cpu`: the child process makes
 `time.perf_counter`, which gpudiv's stage timings read, return `time.process_time` before
 it imports gpudiv), so that other work on a shared machine does not bend the fits;
 `--clock wall` keeps wall-clock time.
@@ -81,11 +82,7 @@ def _once(text: str, analysis: str, counts: bool = False, path: str = "scaling.p
     over its kernels); with `counts`, instead of times, the Python function calls of each
     group of `COUNTED`."""
     from gpudiv.analyses import get_analysis
-    from gpudiv.analyses.findings import file_findings
-    from gpudiv.api import analyze
     from gpudiv.ir.perf import paused_gc
-    from gpudiv.lang.ptx.parse import parse_ptx_timed
-    from gpudiv.report.documents import analysis_json
 
     get_analysis(analysis)
     profiles = {group: cProfile.Profile() for group in COUNTED}
@@ -96,8 +93,19 @@ def _once(text: str, analysis: str, counts: bool = False, path: str = "scaling.p
             return call()
         return profiles[group].runcall(call)
 
-    with paused_gc():
-        program, read = counted("read", lambda: parse_ptx_timed(text, path))
+    with paused_gc():  # as `gpudiv analyze` runs, the collector paused throughout
+        return _stages(text, analysis, path, counted, profiles if counts else None)
+
+
+def _stages(text: str, analysis: str, path: str, counted, profiles: dict | None) -> dict:
+    """`_once`'s stages, run by `counted(group, call)`; the calls of `profiles` if given."""
+    from gpudiv.analyses.findings import file_findings
+    from gpudiv.api import analyze
+    from gpudiv.lang.ptx.parse import parse_ptx_timed
+    from gpudiv.report.documents import analysis_json
+    from gpudiv.report.jsontext import dumps_indented
+
+    program, read = counted("read", lambda: parse_ptx_timed(text, path))
     start = time.perf_counter()
     analysed = counted("analysis", lambda: analyze(program, analysis))
     wall = (time.perf_counter() - start) * 1000
@@ -114,9 +122,9 @@ def _once(text: str, analysis: str, counts: bool = False, path: str = "scaling.p
     row["findings"] = (time.perf_counter() - start) * 1000
     analysed.cached_findings = findings
     start = time.perf_counter()
-    counted("report", lambda: json.dumps(analysis_json([analysed])))
+    counted("report", lambda: dumps_indented(analysis_json([analysed])))
     row["report"] = (time.perf_counter() - start) * 1000
-    if counts:
+    if profiles is not None:
         return {f"calls_{group}": _calls(profile) for group, profile in profiles.items()}
     return row
 
