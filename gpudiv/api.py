@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
@@ -16,6 +15,7 @@ from gpudiv.analyses.solve import RuleError, in_context
 from gpudiv.analyses.stack_slots import original
 from gpudiv.lang.load import LoadError, language_of, load, parse_text, read_source
 
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel runs
     from gpudiv.analyses.call_summaries import CallsAnalysis
     from gpudiv.analyses.deadlock import KernelDeadlocks

@@ -8,8 +8,8 @@ start-up)."""
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:
     from gpudiv.analyses.driver import Analysis
 

@@ -17,7 +17,6 @@ import os
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
 
 from gpudiv.analyses.results import KernelResult
 from gpudiv.ir.perf import paused_gc
@@ -32,7 +31,10 @@ except ImportError:
     except ImportError:
         from hashlib import sha256
 
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # the deadlock analysis loads when its findings are asked for
+    from typing import ClassVar
+
     from gpudiv.analyses.deadlock import KernelDeadlocks, Place
     from gpudiv.ir import Instruction
 

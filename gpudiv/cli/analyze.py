@@ -7,7 +7,6 @@ import argparse
 import io
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpudiv.analyses import ANALYSIS_NAMES, DEFAULT_ANALYSIS
 from gpudiv.cli.common import (
@@ -24,6 +23,7 @@ from gpudiv.cli.common import (
 )
 from gpudiv.ir.perf import paused_gc, start_up
 
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpudiv --help`)
     from gpudiv.report.corpus import FileOutcome
     from gpudiv.report.corpus_cache import CorpusCache

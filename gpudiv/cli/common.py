@@ -11,10 +11,10 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpudiv.analyses import ANALYSIS_NAMES
 
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # the rest is imported where it is used (start-up time, `gpudiv --help`)
     from gpudiv.analyses.launch_shape import BlockShape
     from gpudiv.analyses.solve import Budget

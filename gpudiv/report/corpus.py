@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpudiv.analyses import DEFAULT_ANALYSIS
 from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.api import FileAnalysis, analyze
 from gpudiv.lang.load import LANGUAGES, LoadError, load
 
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # loads with `--cache`
     from gpudiv.report.corpus_cache import CorpusCache
 

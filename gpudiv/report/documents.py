@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-from typing import TYPE_CHECKING, TextIO
 
 from gpudiv import __version__
 from gpudiv.analyses.findings import Finding, branch_origins
@@ -17,7 +16,10 @@ from gpudiv.api import FileAnalysis
 from gpudiv.ir.perf import paused_gc
 from gpudiv.report.wording import count
 
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # the oracle (and the interpreters, numpy) only for `gpudiv check`;
+    from typing import TextIO
+
     # rich only for text reports (0.04 s of processor time to import)
     from rich.console import Console
 
