@@ -308,7 +308,7 @@ def test_analysing_a_small_ptx_file_imports_only_what_it_needs(tmp_path):
             "'gpudiv.analyses.deadlock', 'gpudiv.analyses.forked', 'gpudiv.analyses.isolation', "
             "'gpudiv.analyses.affine2', 'gpudiv.report.corpus_cache', 'gpudiv.lang.marks', "
             "'importlib.resources', 'pickle', 'shutil', 'clingo.ast', 'networkx', 'numpy', "
-            "'rich', 'clingo', 'clingo.control', 'typing')\n"
+            "'rich', 'clingo', 'clingo.control', 'typing', 'orjson')\n"
             "print(status, sorted(m for m in unwanted if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True, cwd=tmp_path)

@@ -40,3 +40,20 @@ def test_without_orjson(monkeypatch):
     monkeypatch.setattr(jsontext, "orjson", None)
     for document in DOCUMENTS:
         assert dumps_indented(document) == json.dumps(document, indent=2)
+
+
+def test_small_documents_do_not_load_orjson_and_large_ones_do(tmp_path):
+    """Importing orjson costs a one-file process more than `json` writing a small report."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom gpudiv.report import jsontext\n"
+            "small = {'kernels': [{'name': f'k{i}', 'vars': list(range(20))} for i in range(40)]}\n"
+            "same = jsontext.dumps_indented(small) == json.dumps(small, indent=2)\n"
+            "loaded = 'orjson' in sys.modules\n"
+            "large = {'vars': [{'name': f'v{i}', 'class': 'uniform'} for i in range(3000)]}\n"
+            "same = same and jsontext.dumps_indented(large) == json.dumps(large, indent=2)\n"
+            "print(same, loaded, 'orjson' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "False", "True"], done.stdout + done.stderr
