@@ -253,7 +253,7 @@ def _add_facts(ffi, lib, backend, facts: Iterable[tuple]) -> None:
             else:
                 known = values.get(value)
                 if known is None:
-                    known = values[value] = _symbol(ffi, lib, value, symbol)
+                    known = values[value] = _symbol(lib, value, symbol)
             arguments.append(known)
         name = names.get(fact[0])
         if name is None:
@@ -263,7 +263,7 @@ def _add_facts(ffi, lib, backend, facts: Iterable[tuple]) -> None:
             _check(False)
 
 
-def _symbol(ffi, lib, value: object, out) -> int:
+def _symbol(lib, value: object, out) -> int:
     """The clingo symbol of a number or of a bare constant (a `str` subclass)."""
     if type(value) is int:
         lib.clingo_symbol_create_number(value, out)

@@ -488,16 +488,14 @@ def solve(rule_files: list[Path | str], facts: str | list[tuple], extra: str = "
     users = users_rule_files(rule_files)
     if budget is None:
         budget = DEFAULT_BUDGET if users else UNLIMITED
-    tuples: list[tuple] = []
-    if not isinstance(facts, str) and (users or known is not None or budget.limited):
-        facts = program_text(facts)  # a user's rules see the facts as a program text
-    elif not isinstance(facts, str):
-        facts, tuples = "", facts
+    text, tuples = (facts, []) if isinstance(facts, str) else ("", facts)
+    if tuples and (users or known is not None or budget.limited):
+        text, tuples = program_text(tuples), []  # a user's rules see the facts as text
     if budget.limited and _can_fork():  # no limits where processes cannot fork
-        result = _limited_ground_and_solve(rule_files, facts + extra, show, known, budget,
+        result = _limited_ground_and_solve(rule_files, text + extra, show, known, budget,
                                            hide, options)
     else:
-        result = _ground_and_solve(rule_files, facts + extra, show, known, hide, options,
+        result = _ground_and_solve(rule_files, text + extra, show, known, hide, options,
                                    tuples)
     symbols = result.symbol_ids
     for symbol, atom in zip(symbols, AtomReader().read(symbols), strict=True):

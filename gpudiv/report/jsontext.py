@@ -119,7 +119,7 @@ def dumps_indented(document: object) -> str:
     small = orjson is _UNLOADED and _smaller_than(document, SMALL_DOCUMENT)
     text = None if small else _orjson_text(document)
     if text is None:
-        import json  # (only here: orjson writes the reports of gpudiv)
+        import json  # (only here: small reports and what orjson would write otherwise)
 
         text = json.dumps(document, indent=2)
     return text
