@@ -3,6 +3,9 @@
 `pytest -m "not slow"` is the local loop (under a minute); CI runs everything. A check
 repeated on every CUDA sample runs on the `-O3` builds and the hand-written files in the
 fast loop, and on the `-G` builds (larger twins of the same sources) in the full suite only.
+Besides, a case that takes 0.6 s or more of the fast loop on the 2-core machine (a sweep
+over every sample, opcode form or many random programs) is marked slow where it is
+defined, and a cheaper case of the same check stays where there is one.
 """
 
 from __future__ import annotations

@@ -267,6 +267,7 @@ def test_affine_exact_sound_affine_rich(seed, statements):
     check_program(affine_program(seed, statements), seed)
 
 
+@pytest.mark.slow
 def test_reference_is_order_independent_and_checks_samples():
     from pathlib import Path
 
@@ -289,6 +290,7 @@ def test_reference_is_order_independent_and_checks_samples():
 EDGES = (0, 1, -1, 2, -7, 31, 33, 2**29, 2**30 - 1, -(2**30) + 1)
 
 
+@pytest.mark.slow
 def test_folding_every_operator_on_edge_constants():
     """GBZA/GUZA folding: rules, reference and interpreter agree on every operator."""
     from gpudiv.ir import BINARY_OPERATORS, UNARY_OPERATORS

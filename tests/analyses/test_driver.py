@@ -45,7 +45,7 @@ def kernels_of(path: Path):
 
 
 @pytest.mark.parametrize(("name", "builds"), [
-    ("simple", (".O3.ptx",)),  # the fast loop's share: the -O3 builds
+    pytest.param("simple", (".O3.ptx",), marks=pytest.mark.slow),
     pytest.param("simple", (".O3.ptx", ".G.ptx"), marks=pytest.mark.slow),
     pytest.param("affine2", (".O3.ptx", ".G.ptx"), marks=pytest.mark.slow)])
 def test_joint_runs_equal_kernels_solved_alone_on_every_ptx_sample(name, builds):

@@ -71,8 +71,8 @@ def test_trapping_default_keeps_the_loop_counters_uniform(analysis):
 # Degree 1 shares affine.lp with affine2: the full suite runs it.
 @pytest.mark.parametrize("analysis", ["simple", pytest.param("affine", marks=pytest.mark.slow),
                                       "affine2"])
-@pytest.mark.parametrize("path", [EXITS_CUDA[0], EXIT_FROM_LOOP,
-                                  pytest.param(EXITS_CUDA[1], marks=pytest.mark.slow)],
+@pytest.mark.parametrize("path", [EXIT_FROM_LOOP,
+                                  *(pytest.param(p, marks=pytest.mark.slow) for p in EXITS_CUDA)],
                          ids=lambda p: p.name)
 def test_every_claim_holds_on_the_interpreter(path, analysis):
     for seed in range(2):

@@ -28,6 +28,7 @@ def test_unsatisfiable_rules_are_an_error():
         solve([], "a. :- a.")
 
 
+@pytest.mark.slow
 def test_cached_rule_trees_leave_nothing_to_report_at_exit(tmp_path):
     """The syntax trees of shipped rule files are cached (from their `TREES_FROM`-th load
     in a process: many files, one job); a process that exits with them must not print

@@ -22,7 +22,8 @@ def test_prints_the_program_of_a_seed(capsys):
 
 
 @pytest.mark.parametrize(("language", "extra"), [("musimd", []), ("ptx", ["--ptx"]),
-                                               ("ptx", ["--ptx", "--calls"]),
+                                               pytest.param("ptx", ["--ptx", "--calls"],
+                                                            marks=pytest.mark.slow),
                                                pytest.param("ptx", ["--ptx", "--calls",
                                                                     "--recursive"],
                                                             marks=pytest.mark.slow)])

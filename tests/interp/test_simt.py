@@ -186,6 +186,7 @@ def test_step_budget_is_distinct_from_deadlock():
         run_kernel(kernel, LaunchConfig(4, 4))
 
 
+@pytest.mark.slow
 def test_long_terminating_loops_are_not_deadlocks():
     """A uniform loop of 100,000 iterations changes its counter every time: it finishes."""
     body = """kernel k(n)
@@ -203,6 +204,7 @@ L:    i = i + 1
         assert result.shared == {0: 30000, 1: 30000}
 
 
+@pytest.mark.slow
 def test_check_reports_deadlock_and_mimd_executes():
     analysed = api.analyze(CUDA / "spin_deadlock.O3.ptx")
     ipdom = {r.name: r for r in api.check(analysed)}
@@ -230,7 +232,7 @@ DETERMINISTIC = [("vector_ops", "vec_add"), ("reductions", "reduce_sum_tree"),
                  ("warp_primitives", "warp_ballot_count"), ("scan", "scan_warp_shfl"),
                  ("control_flow", "collatz_steps"),
                  pytest.param("sorting", "bitonic_sort_block", marks=pytest.mark.slow),  # 1 s
-                 ("irreducible", None)]
+                 pytest.param("irreducible", None, marks=pytest.mark.slow)]  # 1 s
 
 
 @pytest.mark.parametrize("source,kernel", DETERMINISTIC)

@@ -85,6 +85,7 @@ def test_cli_json_has_the_table_2_columns(capsys):
             "instructions_after", "static_expansion_percent"} <= set(kernel["static"])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
 def test_structurized_ptx_is_accepted_by_ptxas(tmp_path):
     source = SAMPLES / "cuda" / "exits_in_loops.O3.ptx"

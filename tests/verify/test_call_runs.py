@@ -133,6 +133,7 @@ def assert_checked_as_calls(path: Path) -> None:
         assert as_calls.uses_checked >= inline.uses_checked // 2 > 0 or inline.runs == 0
 
 
+@pytest.mark.slow
 def test_claims_are_checked_on_a_run_with_calls_as_calls():
     assert_checked_as_calls(SAMPLES / "cuda" / "many_calls.O3.ptx")
 
@@ -164,6 +165,7 @@ def test_rewrites_of_kernels_whose_calls_run_as_calls_are_verified(name):
     assert all(k.oracle_violations == [] for k in result.kernels)
 
 
+@pytest.mark.slow
 def test_reports_say_when_calls_ran_as_calls(capsys):
     from gpudiv.cli import main
 

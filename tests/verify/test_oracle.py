@@ -57,6 +57,7 @@ def test_theorem_1_unstructured_programs(seed, statements):
 DEADLOCK_SAMPLES = "deadlock_*.musimd"
 
 
+@pytest.mark.slow
 def test_every_sample_checks_without_violation():
     for path in sorted(set(SAMPLES.glob("*.musimd")) - set(SAMPLES.glob(DEADLOCK_SAMPLES))):
         for report in check(analyze(path)):

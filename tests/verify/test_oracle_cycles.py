@@ -158,6 +158,7 @@ def test_a_few_programs_in_both_languages(seed):
         assert_sound(random_ptx(seed, 20, calls="recursive"), "ptx", seed)
 
 
+@pytest.mark.slow
 def test_the_generator_finds_temporal_divergence_inside_cycles(monkeypatch):
     """Without rejoin copies (the analysis before issue 19) the generated programs expose
     a wrong "uniform" within the first hundred seeds, in μ-SIMD and in PTX."""

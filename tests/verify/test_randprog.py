@@ -176,7 +176,8 @@ def _exit_targets(ssa: SSAForm, loop) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("start", _first_chunk_fast(range(0, 200, CHUNK)))
+@pytest.mark.slow  # the fast loop checks cycles mode through tests/verify/test_oracle_cycles.py
+@pytest.mark.parametrize("start", range(0, 200, CHUNK))
 def test_cycles_mode_programs_parse_build_and_solve(start: int) -> None:
     for seed in range(start, start + CHUNK):
         text = random_program(seed, cycles=True, barriers=seed % 3 == 0)
@@ -222,6 +223,7 @@ def test_cycles_mode_is_deterministic_and_differs_from_plain_mode() -> None:
                for seed in range(20))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(-2**40, 2**40), statements=st.integers(1, 60),
        max_depth=st.integers(0, 4), barriers=st.booleans())

@@ -44,7 +44,8 @@ def _cycles(kernel: ir.Kernel) -> list[tuple[int, tuple[str, ...]]]:
                   for loop in cfg.loops.values())
 
 
-@pytest.mark.parametrize("cycles", [True, False], ids=["cycles", "unstructured"])
+@pytest.mark.parametrize("cycles", [pytest.param(True, marks=pytest.mark.slow), False],
+                         ids=["cycles", "unstructured"])
 def test_front_end_accepts_and_cycles_are_kept(cycles: bool) -> None:
     for seed in range(40):
         text = random_program(seed, 25, cycles=cycles, unstructured=True)

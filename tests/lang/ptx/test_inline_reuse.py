@@ -130,7 +130,10 @@ def lowered(path: Path | str, reuse: bool, monkeypatch, text: str | None = None)
     return program.kernels, [str(d) for d in program.diagnostics], orders
 
 
-@pytest.mark.parametrize("path", PTX_FILES, ids=lambda p: str(p.relative_to(SAMPLES)))
+# The large program (2 s of the fast loop) runs in the full suite only.
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow)
+                                  if p.parent.name == "cuda_large" else p for p in PTX_FILES],
+                         ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_copied_bodies_lower_to_the_same_kernels(path, monkeypatch):
     fresh = lowered(path, False, monkeypatch)
     copied = lowered(path, True, monkeypatch)

@@ -912,6 +912,7 @@ def random_statement(rng: random.Random) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_fast_path_matches_lark_on_mutated_and_random_statements():
     """Thousands of statements, many of them malformed: whatever the fast path accepts it
     reads exactly as Lark does, and what it does not accept gets Lark's own error."""
