@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpudiv import ir
@@ -13,6 +12,7 @@ from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import RuleError, in_context
 from gpudiv.analyses.stack_slots import original
+from gpudiv.ir.record import Record, replace
 from gpudiv.lang.load import LoadError, language_of, load, parse_text, read_source
 
 TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
@@ -61,21 +61,33 @@ def kernel_to_run(path: str | Path, kernel: ir.Kernel, calls: str = "auto") -> i
     return executable_form(kernel, str(path), str(text))
 
 
-@dataclass
-class FileAnalysis:
+class FileAnalysis(Record):
     """The analysis of every kernel of one file, with the file's diagnostics."""
 
     path: str
     language: str
     kernels: list[KernelResult]
-    diagnostics: list[ir.Diagnostic] = field(default_factory=list)
-    parse_ms: dict[str, float] = field(default_factory=dict)
+    diagnostics: list[ir.Diagnostic]
+    parse_ms: dict[str, float]
     # Findings computed before the kernels' SSA forms were dropped (see `lean`).
-    cached_findings: list[Finding] | None = None
+    cached_findings: list[Finding] | None
     # With call summaries (`analyze(..., calls="summary")`): the summaries and contexts,
     # what `check_calls` and `compare_calls` need (`kernels` lists the kernels, then every
     # function in every calling context).
-    calls: CallsAnalysis | None = None
+    calls: CallsAnalysis | None
+
+    def __init__(self, path: str, language: str, kernels: list[KernelResult],
+                       diagnostics: list[ir.Diagnostic] | None = None,
+                       parse_ms: dict[str, float] | None = None,
+                       cached_findings: list[Finding] | None = None,
+                       calls: CallsAnalysis | None = None) -> None:
+        self.path = path
+        self.language = language
+        self.kernels = kernels
+        self.diagnostics = [] if diagnostics is None else diagnostics
+        self.parse_ms = {} if parse_ms is None else parse_ms
+        self.cached_findings = cached_findings
+        self.calls = calls
 
     @property
     def errors(self) -> list[ir.Diagnostic]:
@@ -214,14 +226,20 @@ def compare_calls(source: str | Path, analysis: str = DEFAULT_ANALYSIS
     return analysed, projections
 
 
-@dataclass
-class FileDeadlocks:
+class FileDeadlocks(Record):
     """The SIMT-deadlock report of every kernel of one file (`gpudiv deadlock`)."""
 
     path: str
     language: str
     kernels: list[KernelDeadlocks]
-    diagnostics: list[ir.Diagnostic] = field(default_factory=list)
+    diagnostics: list[ir.Diagnostic]
+
+    def __init__(self, path: str, language: str, kernels: list[KernelDeadlocks],
+                       diagnostics: list[ir.Diagnostic] | None = None) -> None:
+        self.path = path
+        self.language = language
+        self.kernels = kernels
+        self.diagnostics = [] if diagnostics is None else diagnostics
 
     @property
     def errors(self) -> list[ir.Diagnostic]:
@@ -359,8 +377,7 @@ def _projected(calls: CallsAnalysis) -> list[KernelResult | CheckReport]:
             for kernel, found in project_each(calls)]
 
 
-@dataclass
-class PolicyRun:
+class PolicyRun(Record):
     """One run of `compare_reconvergence`: the policy, how the run ended (`finished`,
     `SIMT deadlock`, `infinite loop` or `error`), its message and counters, the time slots
     of μ-SIMD runs (a warp running one block with one set of lanes; Wu et al. Fig 3), and
@@ -368,10 +385,20 @@ class PolicyRun:
 
     policy: str
     status: str
-    message: str = ""
-    counters: Counters | None = None
-    slots: int | None = None
-    same_as_mimd: bool | None = None
+    message: str
+    counters: Counters | None
+    slots: int | None
+    same_as_mimd: bool | None
+
+    def __init__(self, policy: str, status: str, message: str = "",
+                       counters: Counters | None = None, slots: int | None = None,
+                       same_as_mimd: bool | None = None) -> None:
+        self.policy = policy
+        self.status = status
+        self.message = message
+        self.counters = counters
+        self.slots = slots
+        self.same_as_mimd = same_as_mimd
 
 
 def compare_reconvergence(kernel: ir.Kernel, launch: LaunchConfig | PtxLaunch) -> list[PolicyRun]:

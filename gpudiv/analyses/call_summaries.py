@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from gpudiv import ir
 from gpudiv.analyses import get_analysis
@@ -43,6 +43,7 @@ from gpudiv.analyses.launch_shape import BlockShape
 from gpudiv.analyses.results import CallingContext, KernelResult
 from gpudiv.analyses.solve import RuleError, SolveResult, shipped_rule
 from gpudiv.ir.digraph import DiGraph, strongly_connected_components
+from gpudiv.ir.record import replace
 from gpudiv.ir.ssa import SSAForm
 from gpudiv.lang.ptx.functions import CallSummary, FunctionReader, Slot, SummaryOutput
 from gpudiv.lang.ptx.kernel import local_registers

@@ -21,10 +21,9 @@ is analysed as written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from gpudiv import ir
 from gpudiv.ir.operators import normalise, zero_extended_bits
+from gpudiv.ir.record import Record
 from gpudiv.ir.ssa import SSAForm
 
 # Relations whose first argument is a variable and whose other arguments describe its
@@ -37,15 +36,20 @@ VALUE_RELATIONS = ("divergent", "uniform", "constant", "affine_coef", "affine_bo
 NONUNIFORM_AFFINE_CLASSES = frozenset({"constaffine", "affine", "divergent"})
 
 
-@dataclass(frozen=True)
-class Folding:
+class Folding(Record, frozen=True):
     """The plain copies of a kernel: each one's source and root, and those whose every
     step to the root is a `copy/2` (μ-SIMD's `copy` operator), through which
     divergence.lp passes constants (`mov` in PTX passes none)."""
 
-    source: dict[str, str] = field(default_factory=dict)
-    root: dict[str, str] = field(default_factory=dict)
-    constant_copies: frozenset[str] = frozenset()
+    source: dict[str, str]
+    root: dict[str, str]
+    constant_copies: frozenset[str]
+
+    def __init__(self, source: dict[str, str] | None = None, root: dict[str, str] | None = None,
+                       constant_copies: frozenset[str] = frozenset()) -> None:
+        object.__setattr__(self, "source", {} if source is None else source)
+        object.__setattr__(self, "root", {} if root is None else root)
+        object.__setattr__(self, "constant_copies", constant_copies)
 
     def __bool__(self) -> bool:
         return bool(self.root)

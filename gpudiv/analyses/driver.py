@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from gpudiv.analyses.solve import (
 from gpudiv.analyses.stack_slots import promote_ssa
 from gpudiv.ir.cfg import build_cfg, region_walk, region_work
 from gpudiv.ir.perf import paused_gc
+from gpudiv.ir.record import Record
 from gpudiv.ir.ssa import SSAForm, build_ssa
 
 # Facts grounded in one clingo run: large enough that the fixed cost of a run is spread
@@ -164,32 +164,51 @@ def _applied_names(path: str, mtime_ns: int, size: int) -> frozenset[str] | None
     return frozenset(_APPLIED_NAME.findall(text))
 
 
-@dataclass
-class _Prepared:
+class _Prepared(Record):
     """One kernel on its way through the driver."""
 
     kernel: ir.Kernel
     ssa: SSAForm
     timing: dict[str, float]
-    facts: list[tuple] = field(default_factory=list)
-    shape: BlockShape | None = None
-    shape_warning: str | None = None
-    folding: Folding | None = None
+    facts: list[tuple]
+    shape: BlockShape | None
+    shape_warning: str | None
+    folding: Folding | None
+
+    def __init__(self, kernel: ir.Kernel, ssa: SSAForm, timing: dict[str, float],
+                       facts: list[tuple] | None = None, shape: BlockShape | None = None,
+                       shape_warning: str | None = None, folding: Folding | None = None) -> None:
+        self.kernel = kernel
+        self.ssa = ssa
+        self.timing = timing
+        self.facts = [] if facts is None else facts
+        self.shape = shape
+        self.shape_warning = shape_warning
+        self.folding = folding
 
 
-@dataclass(frozen=True)
-class Analysis:
+class Analysis(Record, frozen=True):
     """A divergence analysis: rule files, option facts and how to read its atoms."""
 
     name: str
     rule_files: tuple[Path | str, ...]
     build: BuildResult
-    extra: str = ""
+    extra: str
     # Limits on clingo runs (None: gpudiv.analyses.solve's default, which limits only users' rules).
-    budget: Budget | None = None
+    budget: Budget | None
     # Whether plain copies are solved as their roots (`gpudiv.analyses.copies`): only for
     # rule files that treat a copy as its operand, as the shipped analyses do.
-    fold_copies: bool = False
+    fold_copies: bool
+
+    def __init__(self, name: str, rule_files: tuple[Path | str, ...], build: BuildResult,
+                       extra: str = "", budget: Budget | None = None,
+                       fold_copies: bool = False) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "rule_files", rule_files)
+        object.__setattr__(self, "build", build)
+        object.__setattr__(self, "extra", extra)
+        object.__setattr__(self, "budget", budget)
+        object.__setattr__(self, "fold_copies", fold_copies)
 
     @cached_property
     def shares_runs(self) -> bool:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
 from gpudiv.analyses.results import KernelResult
 from gpudiv.ir.perf import paused_gc
+from gpudiv.ir.record import Record
 
 # SHA-256 from the interpreter's built-in module when it has one, as the standard library's
 # `random` takes SHA-512: `hashlib` loads OpenSSL first, 2.5 ms of every start-up (issue 16).
@@ -157,13 +157,17 @@ def kind_by_id(rule_id: str) -> type[FindingKind]:
     raise KeyError(rule_id)
 
 
-@dataclass(frozen=True)
-class SourceLocation:
+class SourceLocation(Record, frozen=True):
     """A place in a file (1-based line and column)."""
 
     path: str
     line: int
-    column: int = 1
+    column: int
+
+    def __init__(self, path: str, line: int, column: int = 1) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
 
     def __str__(self) -> str:
         return f"{shown_path(self.path)}:{self.line}:{self.column}"
@@ -173,8 +177,7 @@ class SourceLocation:
         return {"path": self.path, "line": self.line, "column": self.column}
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Record, frozen=True):
     """One finding: its kind, kernel, block, locations and message arguments."""
 
     kind: type[FindingKind]
@@ -184,6 +187,17 @@ class Finding:
     origin: SourceLocation | None
     arguments: tuple[tuple[str, str], ...]
     fingerprint: str
+
+    def __init__(self, kind: type[FindingKind], kernel: str, block: str,
+                       input_location: SourceLocation, origin: SourceLocation | None,
+                       arguments: tuple[tuple[str, str], ...], fingerprint: str) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "kernel", kernel)
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "input_location", input_location)
+        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "arguments", arguments)
+        object.__setattr__(self, "fingerprint", fingerprint)
 
     @property
     def rule_id(self) -> str:

@@ -20,23 +20,27 @@ changes: `%tid.y`, `%tid.z` and `%laneid` are divergent.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from gpudiv import ir
 from gpudiv.ir.operators import normalise
+from gpudiv.ir.record import Record
 from gpudiv.ir.ssa import SSAForm
 
 WARP_SIZE = 32
 MAX_BLOCK_THREADS = 1024
 
 
-@dataclass(frozen=True)
-class BlockShape:
+class BlockShape(Record, frozen=True):
     """Threads per block in x, y and z."""
 
     x: int
-    y: int = 1
-    z: int = 1
+    y: int
+    z: int
+
+    def __init__(self, x: int, y: int = 1, z: int = 1) -> None:
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "z", z)
 
     def __str__(self) -> str:
         return f"{self.x}x{self.y}x{self.z}"
@@ -105,13 +109,16 @@ def kernel_shape(kernel: ir.Kernel,
     return declared, None
 
 
-@dataclass(frozen=True)
-class SpecialValue:
+class SpecialValue(Record, frozen=True):
     """What a shape says about one special register: a constant, warp-uniform, or the
     lane index (`%tid.x % 32`)."""
 
     kind: str  # "constant", "uniform" or "lane"
-    value: int | None = None
+    value: int | None
+
+    def __init__(self, kind: str, value: int | None = None) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "value", value)
 
 
 def special_values(shape: BlockShape | None,

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from gpudiv import ir
 from gpudiv.analyses.launch_shape import BlockShape
+from gpudiv.ir.record import Record
 from gpudiv.ir.ssa import SSAForm
 
 CLASSES = ("constant", "uniform", "constaffine", "affine", "divergent")
 
 
-@dataclass
-class VariableResult:
+class VariableResult(Record):
     """The class of one SSA variable and where it comes from."""
 
     name: str
@@ -20,11 +18,25 @@ class VariableResult:
     line: int
     klass: str
     kind: str
-    value: int | None = None
-    reason: tuple[str, str] | None = None
-    gated_by: list[str] = field(default_factory=list)
+    value: int | None
+    reason: tuple[str, str] | None
+    gated_by: list[str]
     # Affine analyses: the coefficients (tid², tid, const) of the value, None for ⊥.
-    affine: tuple[int | None, int | None, int | None] | None = None
+    affine: tuple[int | None, int | None, int | None] | None
+
+    def __init__(self, name: str, source: str, line: int, klass: str, kind: str,
+                       value: int | None = None, reason: tuple[str, str] | None = None,
+                       gated_by: list[str] | None = None,
+                       affine: tuple[int | None, int | None, int | None] | None = None) -> None:
+        self.name = name
+        self.source = source
+        self.line = line
+        self.klass = klass
+        self.kind = kind
+        self.value = value
+        self.reason = reason
+        self.gated_by = [] if gated_by is None else gated_by
+        self.affine = affine
 
     @property
     def uniform(self) -> bool:
@@ -40,8 +52,7 @@ class VariableResult:
         return f"{a2}·tid² + {a1}·tid + {a0}"
 
 
-@dataclass
-class BranchResult:
+class BranchResult(Record):
     """A conditional branch and whether it may split a warp."""
 
     label: str
@@ -50,22 +61,37 @@ class BranchResult:
     divergent: bool
     condition: str | None
     instruction: int  # the branch's `ir.Instruction.id`
-    target: str | None = None
+    target: str | None
     # (file, line, column) of the CUDA source the branch comes from (a PTX `.loc`)
-    origin: tuple | None = None
+    origin: tuple | None
+
+    def __init__(self, label: str, line: int, column: int, divergent: bool, condition: str | None,
+                       instruction: int, target: str | None = None,
+                       origin: tuple | None = None) -> None:
+        self.label = label
+        self.line = line
+        self.column = column
+        self.divergent = divergent
+        self.condition = condition
+        self.instruction = instruction
+        self.target = target
+        self.origin = origin
 
 
-@dataclass
-class CallingContext:
+class CallingContext(Record):
     """Which function a result is about and in which calling context (call summaries)."""
 
     function: str
     context: str
     call_sites: list[tuple[str, int, int]]
 
+    def __init__(self, function: str, context: str, call_sites: list[tuple[str, int, int]]) -> None:
+        self.function = function
+        self.context = context
+        self.call_sites = call_sites
 
-@dataclass
-class KernelResult:
+
+class KernelResult(Record):
     """Everything one analysis says about one kernel, plus timings and solver statistics."""
 
     name: str
@@ -75,15 +101,37 @@ class KernelResult:
     variables: list[VariableResult]
     branches: list[BranchResult]
     ssa: SSAForm
-    timing_ms: dict[str, float] = field(default_factory=dict)
-    stats: dict[str, int] = field(default_factory=dict)
-    warnings: list[tuple[str, ir.Loc]] = field(default_factory=list)
-    relations: dict[str, list[tuple]] = field(default_factory=dict)
+    timing_ms: dict[str, float]
+    stats: dict[str, int]
+    warnings: list[tuple[str, ir.Loc]]
+    relations: dict[str, list[tuple]]
     # The block shape the claims assume (`.reqntid` or the user's); None: any shape.
-    block: BlockShape | None = None
+    block: BlockShape | None
     # A `.func` analysed in one calling context (call summaries), else None: the function,
     # the context in words and the call sites that have it, as (caller, line, column).
-    calling_context: CallingContext | None = None
+    calling_context: CallingContext | None
+
+    def __init__(self, name: str, analysis: str, instructions: int, blocks: int,
+                       variables: list[VariableResult], branches: list[BranchResult], ssa: SSAForm,
+                       timing_ms: dict[str, float] | None = None,
+                       stats: dict[str, int] | None = None,
+                       warnings: list[tuple[str, ir.Loc]] | None = None,
+                       relations: dict[str, list[tuple]] | None = None,
+                       block: BlockShape | None = None,
+                       calling_context: CallingContext | None = None) -> None:
+        self.name = name
+        self.analysis = analysis
+        self.instructions = instructions
+        self.blocks = blocks
+        self.variables = variables
+        self.branches = branches
+        self.ssa = ssa
+        self.timing_ms = {} if timing_ms is None else timing_ms
+        self.stats = {} if stats is None else stats
+        self.warnings = [] if warnings is None else warnings
+        self.relations = {} if relations is None else relations
+        self.block = block
+        self.calling_context = calling_context
 
     def variable(self, name: str) -> VariableResult:
         """The result for one SSA variable."""

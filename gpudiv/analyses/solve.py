@@ -11,7 +11,6 @@ import atexit
 import re
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import import_module
 from pathlib import Path
@@ -20,6 +19,7 @@ from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
 from gpudiv.analyses.clingo_lib import ATOM_UNDEFINED, Control, parse_term, symbol_text
 from gpudiv.analyses.facts import program_text
 from gpudiv.ir.perf import memory_bytes
+from gpudiv.ir.record import Record
 
 
 class RuleError(Exception):
@@ -32,16 +32,20 @@ DEFAULT_SOLVE_TIMEOUT_S = 180.0
 DEFAULT_SOLVE_MEMORY_MB = 4096
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(Record, frozen=True):
     """Limits on one clingo run: wall-clock seconds and MiB of memory (0: no limit).
 
     A limited run grounds and solves in a child process (`os.fork`) whose address space
     is capped, so that neither a runaway grounding nor clingo running out of memory can
     take the caller down."""
 
-    seconds: float = DEFAULT_SOLVE_TIMEOUT_S
-    megabytes: int = DEFAULT_SOLVE_MEMORY_MB
+    seconds: float
+    megabytes: int
+
+    def __init__(self, seconds: float = DEFAULT_SOLVE_TIMEOUT_S,
+                       megabytes: int = DEFAULT_SOLVE_MEMORY_MB) -> None:
+        object.__setattr__(self, "seconds", seconds)
+        object.__setattr__(self, "megabytes", megabytes)
 
     @property
     def limited(self) -> bool:
@@ -71,17 +75,26 @@ def in_context(error: RuleError, path: str, loc, context: str) -> RuleError:
     return type(error)(f"{path}:{loc.line}:{loc.column}: error: {context}: {message}")
 
 
-@dataclass
-class SolveResult:
+class SolveResult(Record):
     """Shown atoms by predicate name, as tuples of Python values, plus statistics and the
     shown symbols as clingo's symbol ids."""
 
-    atoms: dict[str, list[tuple]] = field(default_factory=lambda: defaultdict(list))
-    ground_ms: float = 0.0
-    solve_ms: float = 0.0
-    atom_count: int = 0
-    rule_count: int = 0
-    symbol_ids: list[int] = field(default_factory=list)
+    atoms: dict[str, list[tuple]]
+    ground_ms: float
+    solve_ms: float
+    atom_count: int
+    rule_count: int
+    symbol_ids: list[int]
+
+    def __init__(self, atoms: dict[str, list[tuple]] | None = None, ground_ms: float = 0.0,
+                       solve_ms: float = 0.0, atom_count: int = 0, rule_count: int = 0,
+                       symbol_ids: list[int] | None = None) -> None:
+        self.atoms = defaultdict(list) if atoms is None else atoms
+        self.ground_ms = ground_ms
+        self.solve_ms = solve_ms
+        self.atom_count = atom_count
+        self.rule_count = rule_count
+        self.symbol_ids = [] if symbol_ids is None else symbol_ids
 
     @property
     def symbols(self) -> list:

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field, replace
 from functools import cache
 
 from gpudiv import ir
 from gpudiv.ir.cfg import build_cfg
+from gpudiv.ir.record import Record, replace
 from gpudiv.ir.ssa import SSAForm, build_ssa
 from gpudiv.lang.ptx.kernel import infer_generic_spaces
 
@@ -52,19 +52,24 @@ _ADDRESS_COPY_ROOTS = frozenset({"mov", "cvta"})
 _TYPE_BITS = re.compile(r"^[bsuf](8|16|32|64|128)$")
 
 
-@dataclass(frozen=True)
-class _Addr:
+class _Addr(Record, frozen=True):
     """An address into object `base` at `offset` bytes (None: unknown offset)."""
 
     base: str
     offset: int | None
 
+    def __init__(self, base: str, offset: int | None) -> None:
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "offset", offset)
 
-@dataclass(frozen=True)
-class _Mixed:
+
+class _Mixed(Record, frozen=True):
     """An address into one of `bases` at an unknown offset, or some other value."""
 
     bases: frozenset[str]
+
+    def __init__(self, bases: frozenset[str]) -> None:
+        object.__setattr__(self, "bases", bases)
 
 
 # Lattice values of an SSA variable: not computed yet (absent), an address (_Addr), not an
@@ -79,15 +84,21 @@ def _bases(value) -> frozenset[str]:
     return value.bases if isinstance(value, _Mixed) else frozenset()
 
 
-@dataclass
-class SlotPlan:
+class SlotPlan(Record):
     """Which objects and slots are promoted, and the accesses that use them."""
 
-    objects: set[str] = field(default_factory=set)
+    objects: set[str]
     # instruction id → (object, offset, size in bytes) of each promoted load and store
-    accesses: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+    accesses: dict[int, tuple[str, int, int]]
     # objects not promoted, and why (for explanations and tests)
-    refused: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str]
+
+    def __init__(self, objects: set[str] | None = None,
+                       accesses: dict[int, tuple[str, int, int]] | None = None,
+                       refused: dict[str, str] | None = None) -> None:
+        self.objects = set() if objects is None else objects
+        self.accesses = {} if accesses is None else accesses
+        self.refused = {} if refused is None else refused
 
 
 Range = tuple[str, int, int]  # (object, offset, size)
@@ -122,20 +133,28 @@ def slot_name(base: str, offset: int, size: int) -> str:
     return f"{base}[{offset}:{offset + size}]"
 
 
-@dataclass
-class PlanMemo:
+class PlanMemo(Record):
     """What the rounds and strategies of `promote_ssa` share: they plan the same SSA forms
     (and often rewrite the kernel with the same slots) several times."""
 
     # id() of a form → the form (kept alive, so that its id is not reused) and the address
     # values of its variables (`_addresses`)
-    addresses: dict[int, tuple[SSAForm, dict]] = field(default_factory=dict)
+    addresses: dict[int, tuple[SSAForm, dict]]
     # the promoted accesses → the SSA form of the kernel rewritten with them
-    forms: dict[frozenset, SSAForm] = field(default_factory=dict)
+    forms: dict[frozenset, SSAForm]
     # the arguments of `plan` (the form by id) → its result
-    plans: dict[tuple, SlotPlan] = field(default_factory=dict)
+    plans: dict[tuple, SlotPlan]
     # id() of a form → the form and its instructions that `plan` looks at (`_scanned`)
-    scans: dict[int, tuple[SSAForm, list]] = field(default_factory=dict)
+    scans: dict[int, tuple[SSAForm, list]]
+
+    def __init__(self, addresses: dict[int, tuple[SSAForm, dict]] | None = None,
+                       forms: dict[frozenset, SSAForm] | None = None,
+                       plans: dict[tuple, SlotPlan] | None = None,
+                       scans: dict[int, tuple[SSAForm, list]] | None = None) -> None:
+        self.addresses = {} if addresses is None else addresses
+        self.forms = {} if forms is None else forms
+        self.plans = {} if plans is None else plans
+        self.scans = {} if scans is None else scans
 
 
 def plan(ssa: SSAForm, allowed: set[str] | None = None, trusted: frozenset[str] = frozenset(),

@@ -9,8 +9,6 @@ dependence, regions).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from gpudiv import ir
 from gpudiv.ir.digraph import (
     DiGraph,
@@ -20,24 +18,31 @@ from gpudiv.ir.digraph import (
     strongly_connected_components,
 )
 from gpudiv.ir.dominators import immediate_dominators
+from gpudiv.ir.record import Record
 
 ENTRY = "^entry"
 EXIT = "^exit"
 
 
-@dataclass
-class Loop:
+class Loop(Record):
     """A cycle of the loop-nesting forest: its headers (entry blocks) and all its blocks."""
 
     name: str
     headers: list[str]
     blocks: set[str]
-    parent: str | None = None
-    depth: int = 1
+    parent: str | None
+    depth: int
+
+    def __init__(self, name: str, headers: list[str], blocks: set[str], parent: str | None = None,
+                       depth: int = 1) -> None:
+        self.name = name
+        self.headers = headers
+        self.blocks = blocks
+        self.parent = parent
+        self.depth = depth
 
 
-@dataclass
-class Rejoin:
+class Rejoin(Record):
     """A block where lanes split by a branch inside a cycle may meet again after different
     numbers of trips around that cycle (temporal divergence inside the cycle).
 
@@ -52,9 +57,13 @@ class Rejoin:
     loop: str
     branches: list[str]
 
+    def __init__(self, block: str, loop: str, branches: list[str]) -> None:
+        self.block = block
+        self.loop = loop
+        self.branches = branches
 
-@dataclass
-class ControlFlowGraph:
+
+class ControlFlowGraph(Record):
     """Per-kernel CFG with its dominance information and loops."""
 
     kernel: ir.Kernel
@@ -63,14 +72,37 @@ class ControlFlowGraph:
     idom: dict[str, str]
     ipdom: dict[str, str]
     loops: dict[str, Loop]
-    unreachable: list[str] = field(default_factory=list)
-    no_exit: list[str] = field(default_factory=list)
-    falls_off_end: bool = False
-    loop_exits: dict[str, list[str]] = field(default_factory=dict)
-    synthetic: dict[str, str] = field(default_factory=dict)
-    rejoins: dict[str, Rejoin] = field(default_factory=dict)
-    sync_ipdom: dict[str, str] = field(default_factory=dict)
-    doomed: set[str] = field(default_factory=set)
+    unreachable: list[str]
+    no_exit: list[str]
+    falls_off_end: bool
+    loop_exits: dict[str, list[str]]
+    synthetic: dict[str, str]
+    rejoins: dict[str, Rejoin]
+    sync_ipdom: dict[str, str]
+    doomed: set[str]
+
+    def __init__(self, kernel: ir.Kernel, graph: DiGraph, order: list[str], idom: dict[str, str],
+                       ipdom: dict[str, str], loops: dict[str, Loop],
+                       unreachable: list[str] | None = None, no_exit: list[str] | None = None,
+                       falls_off_end: bool = False, loop_exits: dict[str, list[str]] | None = None,
+                       synthetic: dict[str, str] | None = None,
+                       rejoins: dict[str, Rejoin] | None = None,
+                       sync_ipdom: dict[str, str] | None = None,
+                       doomed: set[str] | None = None) -> None:
+        self.kernel = kernel
+        self.graph = graph
+        self.order = order
+        self.idom = idom
+        self.ipdom = ipdom
+        self.loops = loops
+        self.unreachable = [] if unreachable is None else unreachable
+        self.no_exit = [] if no_exit is None else no_exit
+        self.falls_off_end = falls_off_end
+        self.loop_exits = {} if loop_exits is None else loop_exits
+        self.synthetic = {} if synthetic is None else synthetic
+        self.rejoins = {} if rejoins is None else rejoins
+        self.sync_ipdom = {} if sync_ipdom is None else sync_ipdom
+        self.doomed = set() if doomed is None else doomed
 
     def successors(self, label: str) -> list[str]:
         """Successor blocks in a stable order (branch target last)."""

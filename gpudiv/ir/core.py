@@ -6,7 +6,7 @@ SSA, facts, interpreter, reports) reads them. Nothing here knows about a concret
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from gpudiv.ir.record import Record
 
 # Instruction kinds. `assign` covers copies, unary and binary operators (the operator says
 # which); loads, stores and atomics name a memory space; `branch` is conditional (`bz`/`bnz`
@@ -44,39 +44,56 @@ BINARY_OPERATORS = (
 UNARY_OPERATORS = ("-", "!", "~")
 
 
-@dataclass(frozen=True, slots=True)
-class Loc:
+class Loc(Record, frozen=True):
     """A position in a source file (1-based line and column)."""
 
     line: int
-    column: int = 1
+    column: int
+
+    __slots__ = ("line", "column")
+
+    def __init__(self, line: int, column: int = 1) -> None:
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
 
 
-@dataclass(frozen=True, slots=True)
-class Var:
+class Var(Record, frozen=True):
     """A program variable (a μ-SIMD name or a PTX register)."""
 
     name: str
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "name", name)
 
     def __str__(self) -> str:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
-class Const:
+class Const(Record, frozen=True):
     """An integer literal."""
 
     value: int
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int) -> None:
+        object.__setattr__(self, "value", value)
 
     def __str__(self) -> str:
         return str(self.value)
 
 
-@dataclass(frozen=True, slots=True)
-class Special:
+class Special(Record, frozen=True):
     """A special register such as `tid`, `laneid`, `warpid`, `ntid` (or PTX `%tid.x`)."""
 
     name: str
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "name", name)
 
     def __str__(self) -> str:
         return self.name
@@ -85,13 +102,18 @@ class Special:
 Operand = Var | Const | Special
 
 
-@dataclass(frozen=True, slots=True)
-class Guard:
+class Guard(Record, frozen=True):
     """The predicate that guards an instruction (PTX `@%p` / `@!%p`): the instruction only
     acts in the lanes where `operand` is true (false when `negated`)."""
 
     operand: Operand
-    negated: bool = False
+    negated: bool
+
+    __slots__ = ("operand", "negated")
+
+    def __init__(self, operand: Operand, negated: bool = False) -> None:
+        object.__setattr__(self, "operand", operand)
+        object.__setattr__(self, "negated", negated)
 
     def __str__(self) -> str:
         return ("!" if self.negated else "") + str(self.operand)
@@ -101,8 +123,7 @@ class Guard:
 NO_ID = -1
 
 
-@dataclass(slots=True)
-class Instruction:
+class Instruction(Record):
     """One instruction; `args` are read, `dest` (if any) is written.
 
     `id` is stable for the life of the kernel (results, facts, observers and the oracle
@@ -115,19 +136,42 @@ class Instruction:
 
     kind: str
     loc: Loc
-    dest: str | None = None
-    args: tuple[Operand, ...] = ()
-    operator: str | None = None
-    space: str | None = None
-    target: str | None = None
-    text: str = ""
+    dest: str | None
+    args: tuple[Operand, ...]
+    operator: str | None
+    space: str | None
+    target: str | None
+    text: str
     # Front-end specific facts: "opcode" (the full PTX opcode), "uniform_hint" (bra.uni),
     # "origin" ((file, line, column) of the CUDA source from .loc), ...
-    attrs: dict[str, object] = field(default_factory=dict)
-    id: int = NO_ID
-    group: int | None = None
-    guard: Guard | None = None
-    implicit: tuple[Operand, ...] = ()
+    attrs: dict[str, object]
+    id: int
+    group: int | None
+    guard: Guard | None
+    implicit: tuple[Operand, ...]
+
+    __slots__ = ("kind", "loc", "dest", "args", "operator", "space", "target", "text", "attrs",
+                 "id", "group", "guard", "implicit")
+
+    def __init__(self, kind: str, loc: Loc, dest: str | None = None, args: tuple[Operand, ...] = (),
+                       operator: str | None = None, space: str | None = None,
+                       target: str | None = None, text: str = "",
+                       attrs: dict[str, object] | None = None, id: int = NO_ID,
+                       group: int | None = None, guard: Guard | None = None,
+                       implicit: tuple[Operand, ...] = ()) -> None:
+        self.kind = kind
+        self.loc = loc
+        self.dest = dest
+        self.args = args
+        self.operator = operator
+        self.space = space
+        self.target = target
+        self.text = text
+        self.attrs = {} if attrs is None else attrs
+        self.id = id
+        self.group = group
+        self.guard = guard
+        self.implicit = implicit
 
     @property
     def reads(self) -> tuple[Operand, ...]:
@@ -147,14 +191,20 @@ class Instruction:
                 self.guard, self.implicit)
 
 
-@dataclass
-class Block:
+class Block(Record):
     """A basic block: a label and a straight-line list of instructions."""
 
     label: str
     instructions: list[Instruction]
     loc: Loc
-    user_label: bool = True
+    user_label: bool
+
+    def __init__(self, label: str, instructions: list[Instruction], loc: Loc,
+                       user_label: bool = True) -> None:
+        self.label = label
+        self.instructions = instructions
+        self.loc = loc
+        self.user_label = user_label
 
     @property
     def terminator(self) -> Instruction | None:
@@ -164,22 +214,35 @@ class Block:
         return None
 
 
-@dataclass
-class Kernel:
+class Kernel(Record):
     """A kernel: uniform parameters and its blocks in source order (first is the entry)."""
 
     name: str
     params: list[str]
     blocks: list[Block]
     loc: Loc
-    specials: dict[str, str] = field(default_factory=dict)
+    specials: dict[str, str]
     # Front-end specific facts about the whole kernel (PTX: "reg_types", "params",
     # "symbols": what the PTX interpreter needs to lay out registers and memory).
-    attrs: dict[str, object] = field(default_factory=dict)
+    attrs: dict[str, object]
     # The register table: every register the kernel declares, with its type (PTX: the
     # declared type such as "u32" or "pred"; μ-SIMD: "s32", its only type).
-    registers: dict[str, str] = field(default_factory=dict)
-    next_id: int = 0
+    registers: dict[str, str]
+    next_id: int
+
+    def __init__(self, name: str, params: list[str], blocks: list[Block], loc: Loc,
+                       specials: dict[str, str] | None = None,
+                       attrs: dict[str, object] | None = None,
+                       registers: dict[str, str] | None = None, next_id: int = 0) -> None:
+        self.name = name
+        self.params = params
+        self.blocks = blocks
+        self.loc = loc
+        self.specials = {} if specials is None else specials
+        self.attrs = {} if attrs is None else attrs
+        self.registers = {} if registers is None else registers
+        self.next_id = next_id
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         self.instructions()  # number the instructions in program order
@@ -214,32 +277,48 @@ class Kernel:
         return {i.id: i for i in self.instructions()}
 
 
-@dataclass
-class Diagnostic:
+class Diagnostic(Record):
     """An error or warning tied to a place in a file."""
 
     severity: str
     message: str
     path: str
     line: int
-    column: int = 1
+    column: int
+
+    def __init__(self, severity: str, message: str, path: str, line: int, column: int = 1) -> None:
+        self.severity = severity
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.column}: {self.severity}: {self.message}"
 
 
-@dataclass
-class Program:
+class Program(Record):
     """A parsed file: its kernels plus the diagnostics found while reading it."""
 
     path: str
     language: str
     kernels: list[Kernel]
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    parse_ms: dict[str, float] = field(default_factory=dict)
+    diagnostics: list[Diagnostic]
+    parse_ms: dict[str, float]
     # Front-end specific facts about the whole file (PTX: "module", what a printer needs
     # besides the kernels: directives, module variables, device functions).
-    attrs: dict[str, object] = field(default_factory=dict)
+    attrs: dict[str, object]
+
+    def __init__(self, path: str, language: str, kernels: list[Kernel],
+                       diagnostics: list[Diagnostic] | None = None,
+                       parse_ms: dict[str, float] | None = None,
+                       attrs: dict[str, object] | None = None) -> None:
+        self.path = path
+        self.language = language
+        self.kernels = kernels
+        self.diagnostics = [] if diagnostics is None else diagnostics
+        self.parse_ms = {} if parse_ms is None else parse_ms
+        self.attrs = {} if attrs is None else attrs
 
     @property
     def errors(self) -> list[Diagnostic]:

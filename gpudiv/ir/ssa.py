@@ -14,16 +14,14 @@ value of the cycle read there is a copy gated by that branch (docs/design.md, "C
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from gpudiv import ir
 from gpudiv.ir.cfg import ENTRY, ControlFlowGraph
 from gpudiv.ir.digraph import dfs_postorder_nodes
 from gpudiv.ir.dominators import dominance_frontiers
+from gpudiv.ir.record import Record
 
 
-@dataclass(slots=True)
-class SSAVar:
+class SSAVar(Record):
     """One SSA variable: where and how it is defined, and which SSA variables it reads."""
 
     name: str
@@ -31,15 +29,33 @@ class SSAVar:
     kind: str
     block: str
     loc: ir.Loc
-    operands: list[str] = field(default_factory=list)
-    incoming: list[tuple[str, str]] = field(default_factory=list)
-    instruction: int | None = None
-    loop: str | None = None
-    phi_kind: str | None = None
+    operands: list[str]
+    incoming: list[tuple[str, str]]
+    instruction: int | None
+    loop: str | None
+    phi_kind: str | None
+
+    __slots__ = ("name", "source", "kind", "block", "loc", "operands", "incoming", "instruction",
+                 "loop", "phi_kind")
+
+    def __init__(self, name: str, source: str, kind: str, block: str, loc: ir.Loc,
+                       operands: list[str] | None = None,
+                       incoming: list[tuple[str, str]] | None = None,
+                       instruction: int | None = None, loop: str | None = None,
+                       phi_kind: str | None = None) -> None:
+        self.name = name
+        self.source = source
+        self.kind = kind
+        self.block = block
+        self.loc = loc
+        self.operands = [] if operands is None else operands
+        self.incoming = [] if incoming is None else incoming
+        self.instruction = instruction
+        self.loop = loop
+        self.phi_kind = phi_kind
 
 
-@dataclass
-class Branch:
+class Branch(Record):
     """A conditional branch: its block, instruction id and condition (SSA name or None)."""
 
     block: str
@@ -47,9 +63,14 @@ class Branch:
     condition: str | None
     loc: ir.Loc
 
+    def __init__(self, block: str, instruction: int, condition: str | None, loc: ir.Loc) -> None:
+        self.block = block
+        self.instruction = instruction
+        self.condition = condition
+        self.loc = loc
 
-@dataclass
-class SSAForm:
+
+class SSAForm(Record):
     """The SSA view of one kernel over its CFG."""
 
     cfg: ControlFlowGraph
@@ -63,6 +84,20 @@ class SSAForm:
     branches: list[Branch]
     undefined: list[tuple[str, ir.Loc]]
     instruction_block: dict[int, str]
+
+    def __init__(self, cfg: ControlFlowGraph, variables: dict[str, SSAVar],
+                       uses: dict[int, list[str | None]], defs: dict[int, str | None],
+                       phis: dict[str, list[str]], branches: list[Branch],
+                       undefined: list[tuple[str, ir.Loc]],
+                       instruction_block: dict[int, str]) -> None:
+        self.cfg = cfg
+        self.variables = variables
+        self.uses = uses
+        self.defs = defs
+        self.phis = phis
+        self.branches = branches
+        self.undefined = undefined
+        self.instruction_block = instruction_block
 
     def use_of(self, instruction: int, arg: int) -> str | None:
         """SSA name read by operand `arg` of the instruction with id `instruction`."""

@@ -2,13 +2,19 @@
 
 `@dataclass` writes each method it generates (`__init__`, `__repr__`, `__eq__`,
 `__hash__`, a frozen class's `__setattr__` and `__delattr__`) as Python source and runs
-it through `exec` when the class is made. The 53 dataclasses a `gpudiv analyze` process
-imports cost about 28 ms of a small file's 0.1 s, three quarters of it compiling those
-sources (issue 16). A `MethodCache` gives the `dataclasses` module an `exec` of its own
-(`install`) that looks each source up among code objects read from one file of the
-user's cache folder, compiled as `exec` would have compiled it (the calling frame's
-`__future__` flags are part of the key), and runs the code object; a source it lacks is
-compiled and kept, and `save` writes the file again.
+it through `exec` when the class is made: about 0.5 ms a class on the benchmark machine,
+three quarters of it compiling those sources (issue 16). A `MethodCache` gives the
+`dataclasses` module an `exec` of its own (`install`) that looks each source up among
+code objects read from one file of the user's cache folder, compiled as `exec` would have
+compiled it (the calling frame's `__future__` flags are part of the key), and runs the
+code object; a source it lacks is compiled and kept, and `save` writes the file again.
+
+The classes `gpudiv analyze` needs are records (`gpudiv.ir.record`), not dataclasses:
+importing `dataclasses` alone costs about 9 ms. The dataclasses of the other commands
+(transform, check, verify) and of lark and orjson still come through here. So that a
+process that never imports `dataclasses` does not pay for it, `install` on a process
+that has not imported it yet waits for that import (`_InstallOnImport`, a finder on
+`sys.meta_path`), and reads the file only then.
 
 Only the `gpudiv` console script installs it, in its own process (`gpudiv.command.run`):
 importing gpudiv as a library never changes the standard library under its caller. The
@@ -27,7 +33,7 @@ import marshal
 import sys
 import zlib
 from pathlib import Path
-from types import CodeType
+from types import CodeType, ModuleType
 
 from gpudiv.lang.cache_files import cache_folder, read_marshalled, write_marshalled
 
@@ -120,12 +126,21 @@ def read(path: Path | None) -> dict[Key, bytes]:
             and isinstance(key[1], str) and isinstance(code, bytes)}
 
 
-def install(path: Path | None = None) -> MethodCache | None:
+def install(path: Path | None = None) -> MethodCache | _InstallOnImport | None:
     """A cache on `path` (default: `cache_file()`) made the `exec` of the `dataclasses`
     module, or None when that module does not compile through `exec` (a Python whose
-    dataclasses work otherwise) or has been given one already."""
-    import dataclasses
+    dataclasses work otherwise) or has been given one already. When `dataclasses` is not
+    imported yet, the cache is made when it is (the returned `_InstallOnImport`)."""
+    module = sys.modules.get("dataclasses")
+    if module is None:
+        pending = _InstallOnImport(path)
+        sys.meta_path.insert(0, pending)
+        return pending
+    return _give_cache(module, path)
 
+
+def _give_cache(dataclasses: ModuleType, path: Path | None) -> MethodCache | None:
+    """Make a cache on `path` the `exec` of the `dataclasses` module (see `install`)."""
     compiles_through_exec = (hasattr(dataclasses, "_create_fn")
                              or hasattr(dataclasses, "_FuncBuilder"))
     if "exec" in vars(dataclasses) or not compiles_through_exec:
@@ -135,8 +150,61 @@ def install(path: Path | None = None) -> MethodCache | None:
     return cache
 
 
-def uninstall() -> None:
-    """Give the `dataclasses` module back the built-in `exec`."""
-    import dataclasses
+class _InstallOnImport:
+    """A finder first on `sys.meta_path` until `dataclasses` is imported; the module it
+    finds (through the finders after it) gets the cache once it has run."""
 
-    vars(dataclasses).pop("exec", None)
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.cache: MethodCache | None = None
+
+    def find_spec(self, name: str, path=None, target=None):
+        """The spec of `dataclasses`, loaded through `_LoadThenGiveCache`; else None."""
+        if name != "dataclasses":
+            return None
+        self.remove()
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") \
+                else None
+            if spec is not None and spec.loader is not None:
+                spec.loader = _LoadThenGiveCache(spec.loader, self)
+                return spec
+        return None
+
+    def remove(self) -> None:
+        """Stop waiting for the import."""
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def save(self) -> None:
+        """Save the cache if `dataclasses` was imported and got it."""
+        if self.cache is not None:
+            self.cache.save()
+
+
+class _LoadThenGiveCache:
+    """A loader that runs `dataclasses` through its own loader, then gives it the cache."""
+
+    def __init__(self, loader, pending: _InstallOnImport):
+        self.loader = loader
+        self.pending = pending
+
+    def create_module(self, spec):
+        """The module object, as the wrapped loader makes it."""
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Run the module, then install the cache into it."""
+        self.loader.exec_module(module)
+        self.pending.cache = _give_cache(module, self.pending.path)
+
+
+def uninstall() -> None:
+    """Give the `dataclasses` module back the built-in `exec` (and stop waiting for its
+    import)."""
+    for finder in list(sys.meta_path):
+        if isinstance(finder, _InstallOnImport):
+            finder.remove()
+    module = sys.modules.get("dataclasses")
+    if module is not None:
+        vars(module).pop("exec", None)

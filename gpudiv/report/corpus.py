@@ -14,12 +14,12 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpudiv.analyses import DEFAULT_ANALYSIS
 from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.api import FileAnalysis, analyze
+from gpudiv.ir.record import Record, replace
 from gpudiv.lang.load import LANGUAGES, LoadError, load
 
 TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
@@ -54,8 +54,7 @@ def collect_inputs(paths: list[str | Path]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-@dataclass
-class FileOutcome:
+class FileOutcome(Record):
     """What happened to one file: its analysis (possibly partial) and a failure reason.
     `cached`: read back from the cache (`--cache`) instead of analysed."""
 
@@ -63,7 +62,15 @@ class FileOutcome:
     analysis: FileAnalysis | None
     failure: str | None
     seconds: float
-    cached: bool = False
+    cached: bool
+
+    def __init__(self, path: str, analysis: FileAnalysis | None, failure: str | None,
+                       seconds: float, cached: bool = False) -> None:
+        self.path = path
+        self.analysis = analysis
+        self.failure = failure
+        self.seconds = seconds
+        self.cached = cached
 
 
 def analyze_file(path: str, analysis: str = DEFAULT_ANALYSIS, lean: bool = False,
@@ -160,13 +167,17 @@ def merge_parts(path: str, pieces: list[FileOutcome]) -> FileOutcome:
     return FileOutcome(path, merged, _failure(merged), seconds)
 
 
-@dataclass
-class CorpusRun:
+class CorpusRun(Record):
     """The outcomes of a run, in input order, with its wall time and parallelism."""
 
     outcomes: list[FileOutcome]
     jobs: int
     wall_s: float
+
+    def __init__(self, outcomes: list[FileOutcome], jobs: int, wall_s: float) -> None:
+        self.outcomes = outcomes
+        self.jobs = jobs
+        self.wall_s = wall_s
 
     @property
     def files(self) -> list[FileAnalysis]:
@@ -346,25 +357,46 @@ def analyze_paths(paths: list[str | Path], analysis: str = DEFAULT_ANALYSIS,
                           run.cached)
 
 
-@dataclass
-class CorpusSummary:
+class CorpusSummary(Record):
     """Totals of a run for its end-of-run summary."""
 
-    files: int = 0
-    analysed: int = 0
-    failed: int = 0
-    kernels: int = 0
-    variables: int = 0
-    uniform: int = 0
-    affine: int = 0
-    divergent: int = 0
-    branches: int = 0
-    divergent_branches: int = 0
-    findings: dict[str, int] = field(default_factory=dict)
-    failures: list[tuple[str, str]] = field(default_factory=list)
-    jobs: int = 1
-    wall_s: float = 0.0
-    cached: int = 0
+    files: int
+    analysed: int
+    failed: int
+    kernels: int
+    variables: int
+    uniform: int
+    affine: int
+    divergent: int
+    branches: int
+    divergent_branches: int
+    findings: dict[str, int]
+    failures: list[tuple[str, str]]
+    jobs: int
+    wall_s: float
+    cached: int
+
+    def __init__(self, files: int = 0, analysed: int = 0, failed: int = 0, kernels: int = 0,
+                       variables: int = 0, uniform: int = 0, affine: int = 0, divergent: int = 0,
+                       branches: int = 0, divergent_branches: int = 0,
+                       findings: dict[str, int] | None = None,
+                       failures: list[tuple[str, str]] | None = None, jobs: int = 1,
+                       wall_s: float = 0.0, cached: int = 0) -> None:
+        self.files = files
+        self.analysed = analysed
+        self.failed = failed
+        self.kernels = kernels
+        self.variables = variables
+        self.uniform = uniform
+        self.affine = affine
+        self.divergent = divergent
+        self.branches = branches
+        self.divergent_branches = divergent_branches
+        self.findings = {} if findings is None else findings
+        self.failures = [] if failures is None else failures
+        self.jobs = jobs
+        self.wall_s = wall_s
+        self.cached = cached
 
     def percent(self, count: int) -> float:
         """`count` as a percentage of the variables."""

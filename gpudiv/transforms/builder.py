@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import replace
 
 from gpudiv import ir
+from gpudiv.ir.record import replace
 
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]")
 

@@ -19,11 +19,12 @@ Fig 5.1; shared/notes §5.6 item 7), and the checks that decide whether they may
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.ir import host as h
+from gpudiv.ir.record import replace
 from gpudiv.lang.host.parse import IMPLICIT_PARAMS, explicit_params, pointer_params
 from gpudiv.lang.load import parse_text
 from gpudiv.transforms.builder import clone_kernel

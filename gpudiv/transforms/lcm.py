@@ -11,10 +11,11 @@ is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from gpudiv import ir
 from gpudiv.analyses.solve import RuleError, shipped_rule, solve
+from gpudiv.ir.record import replace
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.coalesce import coalesce_new

@@ -19,10 +19,10 @@ that modify an operand stay where they are (the region is over blocks, notes §3
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import ClassVar
 
 from gpudiv import ir
+from gpudiv.ir.record import replace
 from gpudiv.transforms.base import Pass, register
 from gpudiv.transforms.builder import Rewriter, clone_kernel
 from gpudiv.transforms.coalesce import coalesce_new

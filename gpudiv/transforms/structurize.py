@@ -16,7 +16,6 @@ copy of the cycle without its header (loop peeling). Growth is capped
 from __future__ import annotations
 
 import copy as _copy
-from dataclasses import replace
 
 from gpudiv import ir
 from gpudiv.analyses.structure import (
@@ -27,6 +26,7 @@ from gpudiv.analyses.structure import (
     analyze_kernel,
     block_graph,
 )
+from gpudiv.ir.record import replace
 from gpudiv.transforms.base import Pass, PassError, register
 from gpudiv.transforms.builder import Rewriter, flag_type, set_flag
 

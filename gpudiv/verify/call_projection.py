@@ -26,12 +26,13 @@ by variable with the same analysis of the inlined kernel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from gpudiv import ir
 from gpudiv.analyses import get_analysis
 from gpudiv.analyses.call_summaries import CallsAnalysis, Context, call_contexts
 from gpudiv.analyses.results import BranchResult, KernelResult, VariableResult
+from gpudiv.ir.record import replace
 
 # How much a class says (a variable whose reads disagree gets the weaker claim): uniform
 # and constaffine say as much, differently.

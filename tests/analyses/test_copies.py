@@ -3,7 +3,6 @@ shipped analyses give every sample the same answer with and without folding them
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from gpudiv.analyses import affine, get_analysis, simple
 from gpudiv.analyses.copies import _chain, _roots, plain_copies
 from gpudiv.analyses.driver import prepare
 from gpudiv.analyses.facts import facts_text
+from gpudiv.ir.record import replace
 from gpudiv.lang.load import load, parse_text
 from tests.fast_loop import debug_builds_slow
 
@@ -99,7 +99,7 @@ def _same_answers(path: Path, name: str) -> None:
     solved relation are the same with copies folded and without."""
     kernels = load(path).kernels
     folded = get_analysis(name)
-    plain = dataclasses.replace(folded, fold_copies=False)
+    plain = replace(folded, fold_copies=False)
     for with_folding, without in zip(folded.run(kernels), plain.run(kernels), strict=True):
         assert type(with_folding) is type(without)
         if isinstance(without, Exception):

@@ -299,7 +299,8 @@ def test_analysing_a_small_ptx_file_imports_only_what_it_needs(tmp_path):
     """Start-up of `gpudiv analyze --analysis simple FILE --format json` on nvcc output
     (issue 16): the fast path reads the whole file, so neither Lark nor the PTX grammar's
     parser loads; the deadlock analysis, forked children, the corpus cache and the other
-    analyses load only when used."""
+    analyses load only when used; its classes are records, so `dataclasses` (with
+    `inspect`) does not load either."""
     sample = Path(__file__).parents[2] / "samples" / "cuda" / "texture_objects.O3.ptx"
     code = ("import sys\nfrom gpudiv.cli.main import main\n"
             f"status = main(['analyze', '--analysis', 'simple', {str(sample)!r}, '--format', "
@@ -308,7 +309,8 @@ def test_analysing_a_small_ptx_file_imports_only_what_it_needs(tmp_path):
             "'gpudiv.analyses.deadlock', 'gpudiv.analyses.forked', 'gpudiv.analyses.isolation', "
             "'gpudiv.analyses.affine2', 'gpudiv.report.corpus_cache', 'gpudiv.lang.marks', "
             "'importlib.resources', 'pickle', 'shutil', 'clingo.ast', 'networkx', 'numpy', "
-            "'rich', 'clingo', 'clingo.control', 'typing', 'orjson')\n"
+            "'rich', 'clingo', 'clingo.control', 'typing', 'orjson', 'dataclasses', "
+            "'inspect')\n"
             "print(status, sorted(m for m in unwanted if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True, cwd=tmp_path)

@@ -169,20 +169,78 @@ def test_install_is_once_and_uninstall_gives_exec_back(cached, tmp_path):
 
 @pytest.mark.slow  # two fresh interpreters
 def test_the_console_script_writes_the_file_once_and_reads_it_after(tmp_path):
-    env = {**os.environ, "GPUDIV_NO_DAEMON": "1", "XDG_CACHE_HOME": str(tmp_path)}
+    cache, work = tmp_path / "cache", tmp_path / "work"
+    work.mkdir()  # not the checkout (its gpudiv folder), nor the cache (a gpudiv folder too)
+    env = {**os.environ, "GPUDIV_NO_DAEMON": "1", "XDG_CACHE_HOME": str(cache)}
+    # `check` runs the interpreter, whose classes are dataclasses (`analyze` makes none)
     command = [sys.executable, "-c", "import sys; from gpudiv.command import run; "
-               "sys.argv[0] = 'gpudiv'; run()", "analyze", "--brief",
+               "sys.argv[0] = 'gpudiv'; run()", "check",
                str(ROOT / "samples" / "cuda" / "vector_ops.O3.ptx")]
     first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120,
-                           check=False, cwd=tmp_path)  # not the checkout: its gpudiv folder
-    files = list((tmp_path / "gpudiv").glob("methods-*.bin"))
-    assert first.returncode == 0 and len(files) == 1
-    assert len(method_cache.read(files[0])) > 100
+                           check=False, cwd=work)
+    files = list((cache / "gpudiv").glob("methods-*.bin"))
+    assert first.returncode == 0 and len(files) == 1, first.stderr[-500:]
+    assert len(method_cache.read(files[0])) > 50
     written = files[0].stat().st_mtime_ns
     second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120,
-                            check=False, cwd=tmp_path)
+                            check=False, cwd=work)
     def findings(done: subprocess.CompletedProcess) -> list[str]:
         return [line for line in done.stdout.splitlines() if "run summary" not in line]
 
     assert second.returncode == 0 and findings(second) == findings(first)
     assert files[0].stat().st_mtime_ns == written  # nothing new to compile: not rewritten
+
+
+# In a fresh interpreter: `install` before anything imports `dataclasses`.
+LATER_IMPORT = """
+import sys
+from gpudiv.lang import method_cache
+pending = method_cache.install(method_cache.Path(sys.argv[1]))
+print(type(pending).__name__, "dataclasses" in sys.modules)
+{body}
+"""
+
+
+def _fresh(tmp_path: Path, body: str) -> list[str]:
+    """The lines `body` prints after a fresh interpreter installed the cache."""
+    code = LATER_IMPORT.format(body=body)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "methods.bin")],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-1500:]
+    return done.stdout.split("\n")[:-1]
+
+
+def test_the_cache_waits_for_the_first_import_of_dataclasses(tmp_path):
+    body = """
+import dataclasses
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int = 0
+print(Point(1) == Point(1, 0), hash(Point(2)) == hash(Point(2, 0)), repr(Point(3)))
+print(dataclasses.exec == pending.cache.exec, pending.cache.compiled > 0,
+      pending in sys.meta_path, dataclasses.__spec__.name)
+pending.save()
+print(len(method_cache.read(method_cache.Path(sys.argv[1]))) > 0)
+"""
+    assert _fresh(tmp_path, body) == ["_InstallOnImport False", "True True Point(x=3, y=0)",
+                                      "True True False dataclasses", "True"]
+    # the next process finds every method in the file
+    again = body.replace("pending.cache.compiled > 0", "pending.cache.compiled == 0")
+    assert _fresh(tmp_path, again)[2] == "True True False dataclasses"
+
+
+def test_a_small_analysis_neither_imports_dataclasses_nor_reads_the_file(tmp_path):
+    (tmp_path / "methods.bin").write_bytes(b"not read")
+    sample = ROOT / "samples" / "cuda" / "kfcm_pipeline.O3.ptx"
+    body = f"""
+from gpudiv.cli.main import main
+main(["analyze", {str(sample)!r}, "--format", "json", "-o", "out.json"])
+print("dataclasses" in sys.modules, "inspect" in sys.modules, pending.cache)
+pending.save()
+method_cache.uninstall()
+print(pending in sys.meta_path)
+"""
+    assert _fresh(tmp_path, body) == ["_InstallOnImport False", "False False None", "False"]
+    assert (tmp_path / "methods.bin").read_bytes() == b"not read"

@@ -2,7 +2,6 @@
 the oracle checks them on the interpreter, and `compare --calls` measures them against
 inlining (issue 16, item 1)."""
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from gpudiv.analyses import call_summaries
 from gpudiv.analyses.call_summaries import analyze_calls
 from gpudiv.analyses.stack_slots import original
 from gpudiv.interp.ptx import run_ptx_growing
+from gpudiv.ir.record import replace
 from gpudiv.lang.ptx.functions import FunctionReader
 from gpudiv.verify.call_projection import project
 from gpudiv.verify.oracle import check_kernel, ptx_launches

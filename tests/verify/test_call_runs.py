@@ -3,7 +3,6 @@ claims on their inlined form are checked on that run (`gpudiv.verify.call_runs`)
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from gpudiv import api
 from gpudiv.analyses.stack_slots import original
 from gpudiv.interp.ptx_calls import executable_form
+from gpudiv.ir.record import replace
 from gpudiv.lang.load import load
 from gpudiv.verify import call_runs
 from gpudiv.verify.call_runs import _twins, run_ptx_any

@@ -1,6 +1,5 @@
 """The soundness oracle: Theorem 1 as a property test, and the oracle's own teeth."""
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,6 +8,7 @@ from hypothesis import strategies as st
 
 from gpudiv.api import analyze, analyze_text, check
 from gpudiv.interp.musimd import LaunchConfig
+from gpudiv.ir.record import replace
 from gpudiv.verify.oracle import check_kernel, random_launches
 from gpudiv.verify.randprog import random_program
 

@@ -5,8 +5,7 @@ and `.param` tables (`_FuncInfo`); `_Unit` is what a file offers every kernel.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from gpudiv.ir.record import Record
 from gpudiv.lang.ptx.forms import (
     PDecl,
     PFunction,
@@ -21,28 +20,52 @@ from gpudiv.lang.ptx.forms import (
 # Flattening: one function body → a list of instructions, labels, .loc marks.
 # ---------------------------------------------------------------------------------------
 
-@dataclass
-class _FuncInfo:
+class _FuncInfo(Record):
     """One function's flattened body and what it declares: registers, local symbols,
     labels, branch-target tables, errors and the types the interpreter reads."""
 
     fn: PFunction
-    stmts: list = field(default_factory=list)
-    registers: set[str] = field(default_factory=set)
-    register_ranges: set[str] = field(default_factory=set)
-    symbols: dict[str, str] = field(default_factory=dict)  # local variable → space
-    labels: dict[str, PLabel] = field(default_factory=dict)
-    tables: dict[str, list[str]] = field(default_factory=dict)  # branch-target tables
+    stmts: list
+    registers: set[str]
+    register_ranges: set[str]
+    symbols: dict[str, str]  # local variable → space
+    labels: dict[str, PLabel]
+    tables: dict[str, list[str]]  # branch-target tables
     # `name: .branchtargets …` / `.calltargets …` / `.callprototype …` by name, as read
-    table_forms: dict[str, PTable] = field(default_factory=dict)
-    errors: list[tuple[str, int, int]] = field(default_factory=list)
+    table_forms: dict[str, PTable]
+    errors: list[tuple[str, int, int]]
     # For the interpreter: declared register types (plain names and `%r<N>` stems) and
     # the layout of variables declared in the body (type, alignment, size, initializer).
-    reg_types: dict[str, str] = field(default_factory=dict)
-    range_types: dict[str, str] = field(default_factory=dict)
-    symbol_details: dict[str, tuple] = field(default_factory=dict)
+    reg_types: dict[str, str]
+    range_types: dict[str, str]
+    symbol_details: dict[str, tuple]
     # `.param` variables declared in the body (call sequences): name → (type, align, size)
-    param_decls: dict[str, tuple] = field(default_factory=dict)
+    param_decls: dict[str, tuple]
+
+    def __init__(self, fn: PFunction, stmts: list | None = None, registers: set[str] | None = None,
+                       register_ranges: set[str] | None = None,
+                       symbols: dict[str, str] | None = None,
+                       labels: dict[str, PLabel] | None = None,
+                       tables: dict[str, list[str]] | None = None,
+                       table_forms: dict[str, PTable] | None = None,
+                       errors: list[tuple[str, int, int]] | None = None,
+                       reg_types: dict[str, str] | None = None,
+                       range_types: dict[str, str] | None = None,
+                       symbol_details: dict[str, tuple] | None = None,
+                       param_decls: dict[str, tuple] | None = None) -> None:
+        self.fn = fn
+        self.stmts = [] if stmts is None else stmts
+        self.registers = set() if registers is None else registers
+        self.register_ranges = set() if register_ranges is None else register_ranges
+        self.symbols = {} if symbols is None else symbols
+        self.labels = {} if labels is None else labels
+        self.tables = {} if tables is None else tables
+        self.table_forms = {} if table_forms is None else table_forms
+        self.errors = [] if errors is None else errors
+        self.reg_types = {} if reg_types is None else reg_types
+        self.range_types = {} if range_types is None else range_types
+        self.symbol_details = {} if symbol_details is None else symbol_details
+        self.param_decls = {} if param_decls is None else param_decls
 
     def is_register(self, name: str) -> bool:
         if name in self.registers:
@@ -169,15 +192,22 @@ def _flatten(fn: PFunction) -> _FuncInfo:
     return info
 
 
-@dataclass
-class _Unit:
+class _Unit(Record):
     """What a file offers to every kernel: functions, module symbols, the .file table."""
 
     path: str
     functions: dict[str, PFunction]
     symbols: dict[str, str]
     files: dict[int, str]
-    infos: dict[str, _FuncInfo] = field(default_factory=dict)
+    infos: dict[str, _FuncInfo]
+
+    def __init__(self, path: str, functions: dict[str, PFunction], symbols: dict[str, str],
+                       files: dict[int, str], infos: dict[str, _FuncInfo] | None = None) -> None:
+        self.path = path
+        self.functions = functions
+        self.symbols = symbols
+        self.files = files
+        self.infos = {} if infos is None else infos
 
     def info(self, name: str) -> _FuncInfo:
         if name not in self.infos:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass, field
+
+from gpudiv.ir.record import Record
 
 TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
 
@@ -53,8 +54,7 @@ def type_bytes(type_: str) -> int:
 # Parsed forms (what both parsers yield; positions are file line/column).
 # ---------------------------------------------------------------------------------------
 
-@dataclass(slots=True)
-class PInstr:
+class PInstr(Record):
     """An instruction: `[@guard] opcode operands;` (`text` without comments, spaces collapsed)."""
 
     guard: str | None
@@ -65,28 +65,53 @@ class PInstr:
     column: int
     text: str
 
+    __slots__ = ("guard", "negated", "opcode", "operands", "line", "column", "text")
 
-@dataclass(slots=True)
-class PLabel:
+    def __init__(self, guard: str | None, negated: bool, opcode: str, operands: list, line: int,
+                       column: int, text: str) -> None:
+        self.guard = guard
+        self.negated = negated
+        self.opcode = opcode
+        self.operands = operands
+        self.line = line
+        self.column = column
+        self.text = text
+
+
+class PLabel(Record):
     """A label `name:`."""
 
     name: str
     line: int
     column: int
 
+    __slots__ = ("name", "line", "column")
 
-@dataclass(slots=True)
-class PLoc:
+    def __init__(self, name: str, line: int, column: int) -> None:
+        self.name = name
+        self.line = line
+        self.column = column
+
+
+class PLoc(Record):
     """A `.loc F L C` line (with the `inlined_at` part, if any)."""
 
     file: int
     line: int
     column: int
-    inlined_at: tuple[int, int, int] | None = None
+    inlined_at: tuple[int, int, int] | None
+
+    __slots__ = ("file", "line", "column", "inlined_at")
+
+    def __init__(self, file: int, line: int, column: int,
+                       inlined_at: tuple[int, int, int] | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        self.inlined_at = inlined_at
 
 
-@dataclass(slots=True)
-class PDecl:
+class PDecl(Record):
     """A declaration `.reg/.shared/… mods names;` (space without its dot)."""
 
     space: str
@@ -94,11 +119,20 @@ class PDecl:
     line: int
     column: int
     # name → (type, alignment, byte size, initializer items): what the interpreter needs
-    details: dict[str, tuple] = field(default_factory=dict)
+    details: dict[str, tuple]
+
+    __slots__ = ("space", "names", "line", "column", "details")
+
+    def __init__(self, space: str, names: list[tuple[str, str | None]], line: int, column: int,
+                       details: dict[str, tuple] | None = None) -> None:
+        self.space = space
+        self.names = names
+        self.line = line
+        self.column = column
+        self.details = {} if details is None else details
 
 
-@dataclass(slots=True)
-class PTable:
+class PTable(Record):
     """A `.branchtargets`, `.calltargets` or `.callprototype` statement."""
 
     kind: str  # "branchtargets", "calltargets", "callprototype"
@@ -106,38 +140,66 @@ class PTable:
     line: int
     column: int
     # `.callprototype`: its results and parameters (what the printer writes back)
-    rets: list = field(default_factory=list)
-    params: list = field(default_factory=list)
+    rets: list
+    params: list
+
+    __slots__ = ("kind", "names", "line", "column", "rets", "params")
+
+    def __init__(self, kind: str, names: list[str], line: int, column: int,
+                       rets: list | None = None, params: list | None = None) -> None:
+        self.kind = kind
+        self.names = names
+        self.line = line
+        self.column = column
+        self.rets = [] if rets is None else rets
+        self.params = [] if params is None else params
 
 
-@dataclass(slots=True)
-class PParam:
+class PParam(Record):
     """A parameter of a function header (space with its dot: `.param`, `.reg`)."""
 
     space: str
     name: str
-    type: str = ""
-    size: int = 0
-    align: int = 0
+    type: str
+    size: int
+    align: int
+
+    __slots__ = ("space", "name", "type", "size", "align")
+
+    def __init__(self, space: str, name: str, type: str = "", size: int = 0,
+                       align: int = 0) -> None:
+        self.space = space
+        self.name = name
+        self.type = type
+        self.size = size
+        self.align = align
 
 
-@dataclass(slots=True)
-class PScope:
+class PScope(Record):
     """A `{ … }` body or nested scope."""
 
     stmts: list
 
+    __slots__ = ("stmts",)
 
-@dataclass(slots=True)
-class PFile:
+    def __init__(self, stmts: list) -> None:
+        self.stmts = stmts
+
+
+class PFile(Record):
     """A `.file N "path"` directive."""
 
     index: int
     path: str
 
+    __slots__ = ("index", "path")
 
-@dataclass
-class PFunction:
+    def __init__(self, index: int, path: str) -> None:
+        self.index = index
+        self.path = path
+
+
+class PFunction(Record):
     """An `.entry` or `.func` with its header and body (None for a declaration)."""
 
     kind: str  # "entry" or "func"
@@ -149,7 +211,20 @@ class PFunction:
     line: int
     column: int
     # Performance directives of the header, as `perf_text` writes them (`.maxntid 256, 1, 1`)
-    directives: list[str] = field(default_factory=list)
+    directives: list[str]
+
+    def __init__(self, kind: str, name: str, linkage: list[str], rets: list[PParam],
+                       params: list[PParam], body: PScope | None, line: int, column: int,
+                       directives: list[str] | None = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.linkage = linkage
+        self.rets = rets
+        self.params = params
+        self.body = body
+        self.line = line
+        self.column = column
+        self.directives = [] if directives is None else directives
 
 
 # Operands are small tuples, tag first:

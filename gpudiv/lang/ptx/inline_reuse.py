@@ -25,10 +25,10 @@ the kernels field by field.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import islice
 
 from gpudiv import ir
+from gpudiv.ir.record import Record
 
 TYPE_CHECKING = False  # (typing is not imported on the analysis path)
 if TYPE_CHECKING:
@@ -42,8 +42,7 @@ _PLAIN_ATTRS = frozenset({
     "texture", "slot_read"})
 
 
-@dataclass
-class BodyTemplate:
+class BodyTemplate(Record):
     """One inlined body as lowered at its first call site in a calling state, with what
     lowering it added to the lowering's tables."""
 
@@ -62,8 +61,33 @@ class BodyTemplate:
     notes: list[str]
     not_inlined: set[str]
     # filled on first use: `name_parts` of each name met, `changing_attrs`
-    parts: dict[str, tuple[str, int, str] | None] = field(default_factory=dict)
-    attr_keys: list[tuple[str, ...] | None] | None = None
+    parts: dict[str, tuple[str, int, str] | None]
+    attr_keys: list[tuple[str, ...] | None] | None
+
+    def __init__(self, items: list, call: int, nested: int, group: int, groups: int, chain: tuple,
+                       group_source: PInstr | None, referenced: set[str],
+                       var_types: list[tuple[str, str]], slots: list[tuple[str, frozenset[int]]],
+                       call_instances: list[tuple[str, tuple]],
+                       inlined_forms: list[tuple[int, tuple]], notes: list[str],
+                       not_inlined: set[str],
+                       parts: dict[str, tuple[str, int, str] | None] | None = None,
+                       attr_keys: list[tuple[str, ...] | None] | None = None) -> None:
+        self.items = items
+        self.call = call
+        self.nested = nested
+        self.group = group
+        self.groups = groups
+        self.chain = chain
+        self.group_source = group_source
+        self.referenced = referenced
+        self.var_types = var_types
+        self.slots = slots
+        self.call_instances = call_instances
+        self.inlined_forms = inlined_forms
+        self.notes = notes
+        self.not_inlined = not_inlined
+        self.parts = {} if parts is None else parts
+        self.attr_keys = attr_keys
 
     def name_parts(self, name: str) -> tuple[str, int, str] | None:
         """(`X@`, N, rest) of a name `X@N…` whose N is one of this body's frames, else

@@ -7,9 +7,9 @@ become `stop`."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from gpudiv import ir
+from gpudiv.ir.record import Record
 from gpudiv.lang.ptx.flatten import _FuncInfo, _Unit
 from gpudiv.lang.ptx.forms import (
     PFunction,
@@ -46,8 +46,7 @@ from gpudiv.lang.ptx.opcodes import (
 Slot = tuple[str, int]
 
 
-@dataclass(frozen=True)
-class SummaryOutput:
+class SummaryOutput(Record, frozen=True):
     """One output of a summarised function: the inputs it may differ with between lanes,
     whether it may differ whatever the inputs (`intrinsic`), the literal it always is
     (None: not known to be one), and the pointer inputs through which it reads memory
@@ -55,39 +54,64 @@ class SummaryOutput:
     thread-private stack frame)."""
 
     depends: frozenset[Slot]
-    intrinsic: bool = False
-    constant: int | None = None
-    local: frozenset[Slot] = frozenset()
+    intrinsic: bool
+    constant: int | None
+    local: frozenset[Slot]
+
+    def __init__(self, depends: frozenset[Slot], intrinsic: bool = False,
+                       constant: int | None = None, local: frozenset[Slot] = frozenset()) -> None:
+        object.__setattr__(self, "depends", depends)
+        object.__setattr__(self, "intrinsic", intrinsic)
+        object.__setattr__(self, "constant", constant)
+        object.__setattr__(self, "local", local)
 
 
-@dataclass(frozen=True)
-class CallSummary:
+class CallSummary(Record, frozen=True):
     """How a call to one `.func` is lowered when calls are summarised: its outputs, by the
     slots the function writes (`gpudiv.analyses.call_summaries` derives them)."""
 
     inputs: tuple[Slot, ...]  # what the function reads of its parameters
     outputs: dict[Slot, SummaryOutput]
 
+    def __init__(self, inputs: tuple[Slot, ...], outputs: dict[Slot, SummaryOutput]) -> None:
+        object.__setattr__(self, "inputs", inputs)
+        object.__setattr__(self, "outputs", outputs)
+
 
 # ---------------------------------------------------------------------------------------
 # Lowering one kernel.
 # ---------------------------------------------------------------------------------------
 
-@dataclass
-class _Frame:
+class _Frame(Record):
     """One function body being lowered: the kernel itself or an inlined call."""
 
     info: _FuncInfo
-    suffix: str = ""
-    ret_label: str | None = None
-    stack: tuple[str, ...] = ()
-    inlined_at: tuple = ()
-    origin: tuple | None = None
-    origin_inlined: tuple | None = None
-    call: PInstr | None = None  # the kernel's call instruction this body is inlined for
-    call_origin: tuple | None = None  # the CUDA position of that call
+    suffix: str
+    ret_label: str | None
+    stack: tuple[str, ...]
+    inlined_at: tuple
+    origin: tuple | None
+    origin_inlined: tuple | None
+    call: PInstr | None  # the kernel's call instruction this body is inlined for
+    call_origin: tuple | None  # the CUDA position of that call
     # ("r" | "i", name) → the IR operands it reads in this frame (`_KernelLowering.value`)
-    names: dict[tuple, tuple] = field(default_factory=dict)
+    names: dict[tuple, tuple]
+
+    def __init__(self, info: _FuncInfo, suffix: str = "", ret_label: str | None = None,
+                       stack: tuple[str, ...] = (), inlined_at: tuple = (),
+                       origin: tuple | None = None, origin_inlined: tuple | None = None,
+                       call: PInstr | None = None, call_origin: tuple | None = None,
+                       names: dict[tuple, tuple] | None = None) -> None:
+        self.info = info
+        self.suffix = suffix
+        self.ret_label = ret_label
+        self.stack = stack
+        self.inlined_at = inlined_at
+        self.origin = origin
+        self.origin_inlined = origin_inlined
+        self.call = call
+        self.call_origin = call_origin
+        self.names = {} if names is None else names
 
     @property
     def is_kernel(self) -> bool:
