@@ -25,6 +25,8 @@ from __future__ import annotations
 from operator import attrgetter
 from reprlib import recursive_repr
 
+_MISSING = object()
+
 
 class FrozenRecordError(AttributeError):
     """An assignment to (or deletion of) a field of a frozen record."""
@@ -41,13 +43,15 @@ class Record:
         super().__init_subclass__(**kwargs)
         own = tuple(cls.__dict__.get("__annotations__", {}))
         cls._fields = cls._fields + tuple(name for name in own if name not in cls._fields)
-        cls._values = staticmethod(_values_of(cls._fields))
+        values = _values_of(cls._fields)
+        if "__eq__" not in cls.__dict__:
+            cls.__eq__ = _equality(values)
         if frozen:
             cls._frozen = True
             cls.__setattr__ = _refuse_assignment
             cls.__delattr__ = _refuse_deletion
-            if "__hash__" not in cls.__dict__:
-                cls.__hash__ = _hash_of_fields
+            if not _defines_hash(cls):
+                cls.__hash__ = _hashing(values)
             if "__slots__" in cls.__dict__:
                 cls.__getstate__ = _state_of_slots
                 cls.__setstate__ = _set_state_of_slots
@@ -57,22 +61,39 @@ class Record:
         inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__qualname__}({inner})"
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return self._values(self) == self._values(other)
-        return NotImplemented
-
     __hash__ = None  # type: ignore[assignment]  # mutable records are not hashable
 
 
 def _values_of(fields: tuple[str, ...]):
-    """A function from a record to the tuple of its fields' values."""
+    """A function from a record to what its equality and hash compare: its one field's
+    value, or the tuple of its fields' values (`attrgetter`, in C)."""
     if not fields:
         return lambda _record: ()
-    if len(fields) == 1:
-        get = attrgetter(fields[0])
-        return lambda record: (get(record),)
     return attrgetter(*fields)
+
+
+def _defines_hash(cls: type) -> bool:
+    """Whether the class body defines `__hash__` (not the None that Python puts there when
+    the body defines `__eq__` alone), as `dataclasses` decides."""
+    own = cls.__dict__.get("__hash__", _MISSING)
+    return own is not _MISSING and not (own is None and "__eq__" in cls.__dict__)
+
+
+def _equality(values):
+    """`__eq__` of a record class whose compared values `values` gives: equal when of the
+    same class with equal values (a closure, so that a comparison is one Python call)."""
+    def __eq__(self: Record, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+    return __eq__
+
+
+def _hashing(values):
+    """`__hash__` of a frozen record class: the hash of its compared values."""
+    def __hash__(self: Record) -> int:
+        return hash(values(self))
+    return __hash__
 
 
 def _refuse_assignment(self: Record, name: str, value: object) -> None:
@@ -87,14 +108,9 @@ def _refuse_deletion(self: Record, name: str) -> None:
                             f"{type(self).__qualname__}")
 
 
-def _hash_of_fields(self: Record) -> int:
-    """`__hash__` of a frozen record: the hash of its fields' values."""
-    return hash(self._values(self))
-
-
 def _state_of_slots(self: Record) -> tuple:
     """`__getstate__` of a frozen record with slots: its fields' values."""
-    return self._values(self)
+    return tuple(getattr(self, name) for name in self._fields)
 
 
 def _set_state_of_slots(self: Record, state: tuple) -> None:

@@ -78,6 +78,23 @@ def test_repr_equality_and_hash_are_a_dataclasses():
         hash(Bag("a"))  # mutable records are unhashable, like dataclasses with eq
 
 
+class Folded(Record, frozen=True):
+    """A frozen record with an equality of its own: still hashable, as a dataclass."""
+
+    text: str
+
+    def __init__(self, text: str) -> None:
+        object.__setattr__(self, "text", text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Folded) and self.text.lower() == other.text.lower()
+
+
+def test_an_own_equality_is_kept_and_a_frozen_record_stays_hashable():
+    assert Folded("A") == Folded("a")
+    assert hash(Folded("a")) == hash(Folded("a"))
+
+
 def test_frozen_records_refuse_assignment_but_cache_properties():
     point = Point(1)
     with pytest.raises(FrozenRecordError, match="cannot assign to field 'x' of frozen Point"):
