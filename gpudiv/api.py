@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.analyses import DEFAULT_ANALYSIS, get_analysis
@@ -13,10 +12,12 @@ from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import RuleError, in_context
 from gpudiv.analyses.stack_slots import original
 from gpudiv.ir.record import Record, replace
-from gpudiv.lang.load import LoadError, language_of, load, parse_text, read_source
+from gpudiv.lang.load import LoadError, language_of, load, parse_text, path_text, read_source
 
 TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # the interpreters and the oracle (numpy) load when a kernel runs
+    from pathlib import Path  # (and pathlib is not imported: paths are strings here)
+
     from gpudiv.analyses.call_summaries import CallsAnalysis
     from gpudiv.analyses.deadlock import KernelDeadlocks
     from gpudiv.interp.musimd import LaunchConfig
@@ -54,7 +55,7 @@ def kernel_to_run(path: str | Path, kernel: ir.Kernel, calls: str = "auto") -> i
     text = kernel.attrs.get("ptx_text")  # what inlining left opaque: the text is kept
     if text is None:
         try:
-            text = read_source(Path(path))
+            text = read_source(path_text(path))
         except LoadError as error:
             raise ValueError(f"kernel {kernel.name}: cannot keep its calls as calls "
                              f"({error})") from None
@@ -188,7 +189,7 @@ def analyze_with_summaries(source: str | Path | ir.Program,
     get_analysis(analysis)  # ValueError for an unknown name
     if isinstance(source, ir.Program):
         raise ValueError("call summaries read a PTX file: give its path, not a parsed program")
-    path = Path(source)
+    path = path_text(source)
     if language_of(path) != "ptx":
         return analyze(path, analysis, block, on_progress, kernel_timeout)
     if on_progress is not None:
@@ -269,7 +270,8 @@ def _pragmas(program: ir.Program) -> tuple[set[str], bool]:
     from gpudiv.analyses.deadlock import pragma_kernels
 
     try:
-        text = Path(program.path).read_text(encoding="utf-8", errors="replace")
+        with open(program.path, encoding="utf-8", errors="replace") as file:
+            text = file.read()
     except OSError:
         return set(), False
     return pragma_kernels(text)

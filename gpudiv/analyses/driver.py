@@ -13,11 +13,11 @@ kernel, or a rule error (which is then reported against the kernel that causes i
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
 from functools import cached_property, lru_cache
-from pathlib import Path
 
 from gpudiv import ir
 from gpudiv.analyses.copies import Folding, plain_copies, unfold
@@ -30,8 +30,8 @@ from gpudiv.analyses.solve import (
     NotSeparable,
     RuleError,
     SolveResult,
+    is_shipped,
     namespace,
-    rules_dir,
     solve,
     solve_together,
 )
@@ -40,6 +40,10 @@ from gpudiv.ir.cfg import build_cfg, region_walk, region_work
 from gpudiv.ir.perf import paused_gc
 from gpudiv.ir.record import Record
 from gpudiv.ir.ssa import SSAForm, build_ssa
+
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
+if TYPE_CHECKING:  # (nor pathlib: paths are strings on the way to an analysis)
+    from pathlib import Path
 
 # Facts grounded in one clingo run: large enough that the fixed cost of a run is spread
 # over many kernels, small enough that a huge file never becomes one huge ground program
@@ -143,7 +147,7 @@ def input_relations_read(rule_files: tuple[Path | str, ...]) -> frozenset[str] |
     mentioned: set[str] = set()
     for path in rule_files:
         try:
-            stat = Path(path).stat()
+            stat = os.stat(path)
             names = _applied_names(str(path), stat.st_mtime_ns, stat.st_size)
         except (OSError, UnicodeDecodeError):
             return None
@@ -158,7 +162,8 @@ def _applied_names(path: str, mtime_ns: int, size: int) -> frozenset[str] | None
     """The names applied to arguments in one rule file, None when it includes others;
     cached by modification time and size, since every `affine.analyze_kernel` call
     builds an `Analysis` (one search per relation over the shipped files took 12 ms)."""
-    text = Path(path).read_text(encoding="utf-8")
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
     if "#include" in text:
         return None
     return frozenset(_APPLIED_NAME.findall(text))
@@ -215,8 +220,7 @@ class Analysis(Record, frozen=True):
         """Whether kernels may share clingo runs: only with the shipped rule files, which
         never mention a name; a user's rule might (`:- block("bb3").`), and namespaced
         names would change its meaning."""
-        shipped = rules_dir().resolve()
-        return all(Path(path).resolve().parent == shipped for path in self.rule_files)
+        return all(is_shipped(path) for path in self.rule_files)
 
     @cached_property
     def relations(self) -> frozenset[str] | None:

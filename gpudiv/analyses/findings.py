@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from pathlib import Path
 
 from gpudiv.analyses.results import KernelResult
 from gpudiv.ir.perf import paused_gc
@@ -437,6 +436,10 @@ def resolve_source_path(path: str, input_path: str) -> str:
     the PTX came from elsewhere) but a file of that name sits beside the PTX, that is the
     source. Otherwise the recorded path is kept as it is.
     """
+    if os.path.isabs(path) and os.path.exists(path):  # the common case, without pathlib
+        return path
+    from pathlib import Path
+
     folder = Path(input_path).parent
     if not Path(path).is_absolute():
         candidate = folder / path

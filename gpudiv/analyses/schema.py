@@ -51,7 +51,7 @@ class Relation:
 
 def schema_path() -> Path:
     """Path of the shipped SCHEMA.md."""
-    return rules_dir() / "SCHEMA.md"
+    return Path(rules_dir()) / "SCHEMA.md"
 
 
 RELATION_PARTS = ("input relations", "derived relations")
@@ -160,4 +160,4 @@ def rule_file(path: Path) -> RuleFile:
 
 def shipped_rule_files() -> list[RuleFile]:
     """Every shipped `.lp` file, by name."""
-    return [rule_file(p) for p in sorted(rules_dir().glob("*.lp"))]
+    return [rule_file(p) for p in sorted(Path(rules_dir()).glob("*.lp"))]

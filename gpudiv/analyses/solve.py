@@ -8,18 +8,22 @@ files come back as `RuleError` with the file, line and column clingo reported.
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import time
 from collections import defaultdict
 from functools import lru_cache
 from importlib import import_module
-from pathlib import Path
 
 from gpudiv.analyses.atoms import NOT_PLAIN, AtomReader
 from gpudiv.analyses.clingo_lib import ATOM_UNDEFINED, Control, parse_term, symbol_text
 from gpudiv.analyses.facts import program_text
 from gpudiv.ir.perf import memory_bytes
 from gpudiv.ir.record import Record
+
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
+if TYPE_CHECKING:  # (nor pathlib: paths are strings on the way to an analysis)
+    from pathlib import Path
 
 
 class RuleError(Exception):
@@ -112,19 +116,30 @@ class SolveResult(Record):
         return {t[0] for t in self.atoms.get(name, [])}
 
 
-def rules_dir() -> Path:
+def rules_dir() -> str:
     """The directory of the shipped rule files."""
     # The package's own folder (what `importlib.resources.files` gives for a package on
     # disk, without importing importlib.resources and zipfile at every start).
-    return Path(import_module("gpudiv.rules").__file__).parent
+    return os.path.dirname(import_module("gpudiv.rules").__file__)
 
 
-def shipped_rule(name: str) -> Path:
+def shipped_rule(name: str) -> str:
     """Path of a shipped rule file such as `divergence.lp`."""
-    path = rules_dir() / name
-    if not path.is_file():
+    path = os.path.join(rules_dir(), name)
+    if not os.path.isfile(path):
         raise RuleError(f"{name}: error: no such shipped rule file")
     return path
+
+
+@lru_cache(maxsize=1)
+def _shipped_folder() -> str:
+    """`rules_dir()` with every link resolved."""
+    return os.path.realpath(rules_dir())
+
+
+def is_shipped(path: Path | str) -> bool:
+    """Whether `path` is a shipped rule file (it lies in `rules_dir()`, links resolved)."""
+    return os.path.dirname(os.path.realpath(path)) == _shipped_folder()
 
 
 # One argument of an atom as clingo prints it: a string, an integer or a constant.
@@ -248,7 +263,7 @@ def _signature(atom_text: str) -> tuple[str, int] | None:
 
 def _undefined_error(messages: list[str], known: set[tuple[str, int]]) -> str | None:
     """The first atom of a user's file that no rule derives and SCHEMA.md does not know."""
-    shipped = str(rules_dir())
+    shipped = rules_dir()
     for message in messages:
         lines = message.strip().splitlines()
         match = _LOCATION.match(lines[0]) if lines else None
@@ -273,7 +288,8 @@ _SHOW_LINE = re.compile(r"^#show\s+([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*\.\s*$",
 @lru_cache(maxsize=32)
 def _without_shows(path: str, mtime_ns: int, hide: Signatures) -> str:
     """A shipped rule file's text without its `#show` lines for the `hide` signatures."""
-    text = Path(path).read_text(encoding="utf-8")
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
     return _SHOW_LINE.sub(lambda m: "" if (m[1], int(m[2])) in hide else m[0], text)
 
 
@@ -319,12 +335,11 @@ def _load_rules(control: Control, rule_files: list[Path | str], hide: Signatures
     caller does not read: they cost a Python object per atom, quadratically many for
     region/2 on deep nests), from their `TREES_FROM`-th load in a process on as syntax
     trees parsed once."""
-    shipped = rules_dir().resolve()
     for path in rule_files:
-        if Path(path).resolve().parent != shipped:
+        if not is_shipped(path):
             control.load(str(path))
             continue
-        mtime_ns = Path(path).stat().st_mtime_ns
+        mtime_ns = os.stat(path).st_mtime_ns
         key = (str(path), mtime_ns, hide)
         _loads[key] = loads = _loads.get(key, 0) + 1
         statements = _shipped_statements(*key) if loads >= TREES_FROM else None
@@ -401,8 +416,7 @@ def _run(control: Control, rule_files: list[Path | str], program: str, facts: li
 
 def users_rule_files(rule_files: list[Path | str]) -> list[str]:
     """The rule files that are not shipped ones (the user's)."""
-    shipped = rules_dir().resolve()
-    return [str(p) for p in rule_files if Path(p).resolve().parent != shipped]
+    return [str(p) for p in rule_files if not is_shipped(p)]
 
 
 def _cap_memory(megabytes: int) -> None:

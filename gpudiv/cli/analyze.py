@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
-from pathlib import Path
 
 from gpudiv.analyses import ANALYSIS_NAMES, DEFAULT_ANALYSIS
 from gpudiv.cli.common import (
@@ -37,7 +37,7 @@ def _corpus_cache(folder: str | None) -> CorpusCache | None:
     be a folder."""
     if folder is None:
         return None
-    if Path(folder).exists() and not Path(folder).is_dir():
+    if os.path.exists(folder) and not os.path.isdir(folder):
         raise CommandError(f"{folder}: error: cannot use as the cache folder: not a folder")
     from gpudiv.report.corpus_cache import CorpusCache
 
@@ -129,7 +129,7 @@ def _analyze(args: argparse.Namespace) -> int:
             progress.stop()
     files, failures = run.files, run.failures
     summary = summarize(files, failures, len(paths), run.jobs, run.wall_s, run.cached)
-    corpus = len(paths) > 1 or any(Path(p).is_dir() for p in args.files)
+    corpus = len(paths) > 1 or any(os.path.isdir(p) for p in args.files)
     if args.format == "json":
         document = analysis_json(files)
         if corpus:

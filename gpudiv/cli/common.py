@@ -10,7 +10,6 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from gpudiv.analyses import ANALYSIS_NAMES
 
@@ -166,10 +165,12 @@ def _check_output(path: str | None) -> None:
     """Fail before the work if an output file cannot be created."""
     if path is None or path == "-":
         return
-    parent = Path(path).parent
-    if not parent.is_dir():
+    from gpudiv.lang.load import path_text
+
+    parent = os.path.dirname(path_text(path)) or "."  # `Path(path).parent`
+    if not os.path.isdir(parent):
         raise CommandError(f"{path}: error: cannot write: no such directory '{parent}'")
-    if Path(path).is_dir():
+    if os.path.isdir(path):
         raise CommandError(f"{path}: error: cannot write: is a directory")
 
 
@@ -179,7 +180,8 @@ def _write_output(path: str | None, text: str) -> None:
         sys.stdout.write(text)
         return
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
     except OSError as error:
         raise CommandError(f"{path}: error: cannot write: {error.strerror or error}") from None
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from pathlib import Path
 
 from gpudiv import __version__
 from gpudiv.cli.common import EXIT_ERROR, CommandError, OneLineArgumentParser
@@ -131,7 +130,9 @@ def _main(argv: list[str] | None) -> int:
         if isinstance(error, _user_errors()):
             print(str(error), file=sys.stderr)
             return EXIT_ERROR
-        where = Path(getattr(args, "file", None) or "gpudiv")
+        from gpudiv.lang.load import path_text
+
+        where = path_text(getattr(args, "file", None) or "gpudiv")
         print(f"{where}: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         return 3
 

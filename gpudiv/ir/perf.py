@@ -17,7 +17,6 @@ import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 
 @contextmanager
@@ -58,7 +57,8 @@ def memory_bytes(resident: bool = False) -> int:
     """Bytes of address space this process maps now, or with `resident` of memory it has
     resident (/proc/self/statm; 0 where /proc is missing)."""
     try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1 if resident else 0])
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1 if resident else 0])
     except (OSError, ValueError, IndexError):
         return 0
     return pages * os.sysconf("SC_PAGE_SIZE")

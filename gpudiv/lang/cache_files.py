@@ -15,27 +15,34 @@ import _thread
 import marshal
 import os
 import zlib
-from pathlib import Path
+
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
+if TYPE_CHECKING:
+    from os import PathLike
 
 
-def cache_folder() -> Path | None:
+def cache_folder() -> str | None:
     """The user's cache folder for gpudiv (`$XDG_CACHE_HOME/gpudiv`, else
-    `~/.cache/gpudiv`), created when missing; None when it cannot be made."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    folder = Path(base) / "gpudiv"
+    `~/.cache/gpudiv`), created when missing; None when it cannot be made. (Paths here
+    are strings: `pathlib` is not imported on the way to a small analysis.)"""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "gpudiv")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
     except OSError:
         return None
     return folder
 
 
-def read_marshalled(path: Path | None, header: tuple) -> object | None:
+def read_marshalled(path: str | PathLike | None, header: tuple) -> object | None:
     """What `write_marshalled` stored in `path` under `header` (what the contents depend
     on: a format number, the Python build), or None when the file is missing, its
     checksum does not match, it does not unmarshal or its header differs."""
+    if path is None:
+        return None
     try:
-        data = path.read_bytes() if path is not None else b""
+        with open(path, "rb") as file:
+            data = file.read()
     except OSError:
         return None
     if len(data) < 4 or int.from_bytes(data[:4], "little") != zlib.crc32(data[4:]):
@@ -49,19 +56,20 @@ def read_marshalled(path: Path | None, header: tuple) -> object | None:
     return stored[1]
 
 
-def write_marshalled(path: Path | None, header: tuple, value: object) -> None:
+def write_marshalled(path: str | PathLike | None, header: tuple, value: object) -> None:
     """Store `value` (`marshal`: plain data, code objects) in `path` under `header` and a
     checksum, replacing the file at once (a reader never sees half of it); a folder that
     cannot be written: nothing stored."""
     if path is None:
         return
     payload = marshal.dumps((header, value))
-    temporary = path.with_name(f"{path.name}.{os.getpid()}-{_thread.get_ident()}.tmp")
+    temporary = f"{os.fspath(path)}.{os.getpid()}-{_thread.get_ident()}.tmp"
     try:
-        temporary.write_bytes(zlib.crc32(payload).to_bytes(4, "little") + payload)
+        with open(temporary, "wb") as file:
+            file.write(zlib.crc32(payload).to_bytes(4, "little") + payload)
         os.replace(temporary, path)
     except OSError:
         try:
-            temporary.unlink(missing_ok=True)
+            os.unlink(temporary)
         except OSError:
             pass

@@ -35,7 +35,7 @@ def cache_file(name: str, text: str) -> str | None:
         return None
     key = f"{text}\0{lark.__version__}\0{sys.version_info[:2]}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-    return str(folder / f"{Path(name).stem}-{digest}.lark-cache")
+    return str(Path(folder) / f"{Path(name).stem}-{digest}.lark-cache")
 
 
 def lalr_parser(name: str, **options) -> Lark:

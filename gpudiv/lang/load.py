@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from gpudiv import ir
 from gpudiv.ir.perf import paused_gc
+
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
+if TYPE_CHECKING:  # (nor pathlib, 4-6 ms of a small file's process: paths are strings here)
+    from pathlib import Path
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 LANGUAGES = {".musimd": "musimd", ".ptx": "ptx"}  # the suffixes the README names
@@ -15,28 +19,49 @@ class LoadError(Exception):
     """A file that cannot be read; the message is one `FILE: error: ...` line."""
 
 
-def language_of(path: Path) -> str:
+def path_text(path: str | Path) -> str:
+    """`str(Path(path))` (`a//b/./c` is `a/b/c`, `./x` is `x`), without importing pathlib
+    for a path that is already so written."""
+    text = os.fspath(path)
+    if text and text != "." and "//" not in text and "/./" not in text \
+            and not text.startswith("./") and not text.endswith(("/", "/.")):
+        return text
+    from pathlib import Path
+
+    return str(Path(text))
+
+
+def suffix_of(path: str | Path) -> str:
+    """`Path(path).suffix`: the name's last `.part`, if the name has more than it."""
+    name = os.path.basename(os.fspath(path))
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
+def language_of(path: str | Path) -> str:
     """The language of a file from its extension."""
-    language = LANGUAGES.get(path.suffix.lower())
+    suffix = suffix_of(path)
+    language = LANGUAGES.get(suffix.lower())
     if language is None:
-        raise LoadError(f"{path}: error: unknown file type '{path.suffix}' "
+        raise LoadError(f"{path}: error: unknown file type '{suffix}' "
                         f"(expected one of {', '.join(sorted(LANGUAGES))})")
     return language
 
 
-def read_source(path: Path) -> str:
+def read_source(path: str | Path) -> str:
     """The text of a source file, with size and encoding checks."""
-    if not path.exists():
+    if not os.path.exists(path):
         raise LoadError(f"{path}: error: no such file")
-    if path.is_dir():
+    if os.path.isdir(path):
         raise LoadError(f"{path}: error: is a directory")
-    if not path.is_file():  # a FIFO, socket or device would block or never end
+    if not os.path.isfile(path):  # a FIFO, socket or device would block or never end
         raise LoadError(f"{path}: error: not a regular file")
-    size = path.stat().st_size
+    size = os.stat(path).st_size
     if size > MAX_FILE_BYTES:
         raise LoadError(f"{path}: error: file too large ({size} bytes; limit {MAX_FILE_BYTES})")
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as file:
+            data = file.read()
     except OSError as error:
         raise LoadError(f"{path}: error: {error.strerror}") from None
     try:
@@ -78,11 +103,11 @@ def parse_text(text: str, path: str, language: str = "musimd", *,
 def load(path: str | Path, *, canonical: bool = True) -> ir.Program:
     """Read and parse one source file (μ-SIMD or PTX, by extension; `canonical`: see
     `parse_text`)."""
-    path = Path(path)
-    if path.is_dir():
+    path = path_text(path)
+    if os.path.isdir(path):
         raise LoadError(f"{path}: error: is a directory (give a .musimd or .ptx file; "
                         "`gpudiv analyze`, `check` and `facts` search folders)")
-    if not path.exists():
+    if not os.path.exists(path):
         raise LoadError(f"{path}: error: no such file")
     language = language_of(path)
-    return parse_text(read_source(path), str(path), language, canonical=canonical)
+    return parse_text(read_source(path), path, language, canonical=canonical)

@@ -30,12 +30,16 @@ import __future__
 
 import builtins
 import marshal
+import os
 import sys
 import zlib
-from pathlib import Path
 from types import CodeType, ModuleType
 
 from gpudiv.lang.cache_files import cache_folder, read_marshalled, write_marshalled
+
+TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
+if TYPE_CHECKING:
+    from os import PathLike
 
 _FORMAT = 2
 MAX_ENTRIES = 1000
@@ -52,18 +56,18 @@ def _build() -> str:
     return f"{sys.implementation.cache_tag}|{sys.version}"
 
 
-def cache_file() -> Path | None:
+def cache_file() -> str | None:
     """The file of this Python build (None: no cache folder)."""
     folder = cache_folder()
     if folder is None:
         return None
-    return folder / f"methods-{zlib.crc32(_build().encode()):08x}.bin"
+    return os.path.join(folder, f"methods-{zlib.crc32(_build().encode()):08x}.bin")
 
 
 class MethodCache:
     """Code objects by (flags, source), read from `path` and added to by `exec`."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: str | PathLike | None):
         self.path = path
         # Each code object stays marshalled until a class asks for it: a file holds the
         # methods of every command run, a command uses a few hundred of them.
@@ -115,7 +119,7 @@ class MethodCache:
         write_marshalled(self.path, (_FORMAT, _build()), entries)
 
 
-def read(path: Path | None) -> dict[Key, bytes]:
+def read(path: str | PathLike | None) -> dict[Key, bytes]:
     """The marshalled code objects stored in `path` by (flags, source) (empty when it is
     missing, damaged or from another Python build)."""
     entries = read_marshalled(path, (_FORMAT, _build()))
@@ -126,7 +130,7 @@ def read(path: Path | None) -> dict[Key, bytes]:
             and isinstance(key[1], str) and isinstance(code, bytes)}
 
 
-def install(path: Path | None = None) -> MethodCache | _InstallOnImport | None:
+def install(path: str | PathLike | None = None) -> MethodCache | _InstallOnImport | None:
     """A cache on `path` (default: `cache_file()`) made the `exec` of the `dataclasses`
     module, or None when that module does not compile through `exec` (a Python whose
     dataclasses work otherwise) or has been given one already. When `dataclasses` is not
@@ -139,7 +143,7 @@ def install(path: Path | None = None) -> MethodCache | _InstallOnImport | None:
     return _give_cache(module, path)
 
 
-def _give_cache(dataclasses: ModuleType, path: Path | None) -> MethodCache | None:
+def _give_cache(dataclasses: ModuleType, path: str | PathLike | None) -> MethodCache | None:
     """Make a cache on `path` the `exec` of the `dataclasses` module (see `install`)."""
     compiles_through_exec = (hasattr(dataclasses, "_create_fn")
                              or hasattr(dataclasses, "_FuncBuilder"))
@@ -154,7 +158,7 @@ class _InstallOnImport:
     """A finder first on `sys.meta_path` until `dataclasses` is imported; the module it
     finds (through the finders after it) gets the cache once it has run."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: str | PathLike | None):
         self.path = path
         self.cache: MethodCache | None = None
 

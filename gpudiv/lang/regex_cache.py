@@ -19,10 +19,10 @@ steps mean `re.compile` as usual (then the file is written again, when the folde
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import zlib
-from pathlib import Path
 
 from gpudiv.lang.cache_files import cache_folder, read_marshalled, write_marshalled
 
@@ -48,14 +48,14 @@ class RegexCache:
         self.set_name = set_name
         self.programs: dict[str, tuple] | None = None  # read from the file on first use
 
-    def file(self) -> Path | None:
+    def file(self) -> str | None:
         """The cache file of this set of patterns (None: no cache folder)."""
         folder = cache_folder() if _sre is not None else None
         if folder is None:
             return None
         key = "\0".join(f"{name}\0{source}" for name, source in sorted(self.sources.items()))
         digest = zlib.crc32(f"{key}\0{_engine()}".encode())
-        return folder / f"regex-{self.set_name}-{digest:08x}.bin"
+        return os.path.join(folder, f"regex-{self.set_name}-{digest:08x}.bin")
 
     def compile(self, name: str) -> re.Pattern:
         """The compiled pattern `name`: from the cache file when it holds it, else by

@@ -14,16 +14,17 @@ import os
 import re
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from gpudiv.analyses import DEFAULT_ANALYSIS
 from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.api import FileAnalysis, analyze
 from gpudiv.ir.record import Record, replace
-from gpudiv.lang.load import LANGUAGES, LoadError, load
+from gpudiv.lang.load import LANGUAGES, LoadError, load, path_text, suffix_of
 
 TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # loads with `--cache`
+    from pathlib import Path  # (and pathlib with a folder: paths are strings here)
+
     from gpudiv.report.corpus_cache import CorpusCache
 
 
@@ -41,11 +42,13 @@ def collect_inputs(paths: list[str | Path]) -> list[str]:
     found: list[str] = []
     wanted = set(suffixes())
     for path in paths:
-        path = Path(path)
-        if not path.is_dir():
-            found.append(str(path))
+        path = path_text(path)
+        if not os.path.isdir(path):
+            found.append(path)
             continue
-        files = sorted(str(p) for p in path.rglob("*")
+        from pathlib import Path  # (folders only: a file's run does without pathlib)
+
+        files = sorted(str(p) for p in Path(path).rglob("*")
                        if p.suffix.lower() in wanted and p.is_file())
         if not files:
             raise CorpusError(f"{path}: error: no {'/'.join(sorted(wanted))} files in this "
@@ -225,10 +228,13 @@ def plan_tasks(paths: list[str], jobs: int, split: bool = True) -> list[Task]:
 
 def _kernel_estimate(path: str) -> int:
     """How many kernels a file seems to have (its kernel headers), at least 1."""
-    language = LANGUAGES.get(Path(path).suffix.lower())
+    language = LANGUAGES.get(suffix_of(path).lower())
     pattern = _KERNEL_HEADS.get(language or "")
     try:
-        return max(1, len(pattern.findall(Path(path).read_bytes()))) if pattern else 1
+        if pattern is None:
+            return 1
+        with open(path, "rb") as file:
+            return max(1, len(pattern.findall(file.read())))
     except OSError:
         return 1
 

@@ -180,7 +180,7 @@ def run_rules(path: str | Path, rules: list[str | Path] | None = None,
     if not default_rules:
         shipped = []
     elif analysis is None:
-        shipped = [str(p) for p in sorted(rules_dir().glob("*.lp"))]
+        shipped = [str(p) for p in sorted(Path(rules_dir()).glob("*.lp"))]
     else:
         shipped = [str(shipped_rule(f)) for f in analysis_rule_files(analysis)]
     rule_files = shipped + [str(u.path) for u in users]

@@ -82,7 +82,7 @@ def derived_relations(analysis: str) -> list[tuple[str, int]]:
     """`(name, arity)` of every relation the analysis' rule files show, in file order."""
     shown: dict[tuple[str, int], None] = {}
     for name in analysis_rule_files(analysis):
-        for signature in shown_relations(shipped_rule(name).read_text(encoding="utf-8")):
+        for signature in shown_relations(Path(shipped_rule(name)).read_text(encoding="utf-8")):
             shown.setdefault(signature)
     return list(shown)
 

@@ -1,5 +1,7 @@
 """Checks on users' rule files before clingo sees them (gpudiv.analyses.rulefile)."""
 
+from pathlib import Path
+
 import pytest
 
 from gpudiv.analyses.rulefile import check_rule_file, scan_rules
@@ -25,7 +27,7 @@ def test_scan_reports_the_first_stray_non_ascii_character(text, place):
 
 
 def test_shipped_rule_files_pass_the_checks():
-    for path in sorted(rules_dir().glob("*.lp")):
+    for path in sorted(Path(rules_dir()).glob("*.lp")):
         check_rule_file(path, allow_scripts=False)
 
 

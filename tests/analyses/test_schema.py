@@ -27,7 +27,7 @@ def documented() -> dict[str, int]:
 
 
 def test_schema_tables_are_parsed():
-    relations = parse_schema((rules_dir() / "SCHEMA.md").read_text())
+    relations = parse_schema((Path(rules_dir()) / "SCHEMA.md").read_text())
     assert relations["edge"].columns == ("B1", "B2")
     assert relations["load"].column_types() == ("symbol", "symbol", "symbol")
     assert relations["def_line"].column_types() == ("symbol", "number")
@@ -52,7 +52,7 @@ def test_emitted_facts_are_declared_and_documented(path):
             assert name in table, f"kernel_facts emits '{name}', not in rules/SCHEMA.md"
 
 
-@pytest.mark.parametrize("rule_file", sorted(rules_dir().glob("*.lp")), ids=lambda p: p.name)
+@pytest.mark.parametrize("rule_file", sorted(Path(rules_dir()).glob("*.lp")), ids=lambda p: p.name)
 def test_every_shown_relation_of_every_shipped_rule_file_is_documented(rule_file):
     table = documented()
     shown = shown_relations(rule_file.read_text())

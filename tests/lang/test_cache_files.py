@@ -34,4 +34,4 @@ def test_no_folder_when_it_cannot_be_made(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert cache_files.cache_folder() is None
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert cache_files.cache_folder() == tmp_path / "cache" / "gpudiv"
+    assert cache_files.cache_folder() == str(tmp_path / "cache" / "gpudiv")

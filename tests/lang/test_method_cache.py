@@ -130,9 +130,9 @@ def test_only_the_methods_a_process_makes_are_unmarshalled_and_kept_first(monkey
 
 def test_the_file_is_named_after_the_python_build(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    name = method_cache.cache_file().name
+    name = os.path.basename(method_cache.cache_file())
     monkeypatch.setattr(sys, "version", sys.version + " (another build)")
-    assert method_cache.cache_file().name != name
+    assert os.path.basename(method_cache.cache_file()) != name
 
 
 def test_future_flags_of_the_caller_are_part_of_the_key(tmp_path):
@@ -195,7 +195,7 @@ def test_the_console_script_writes_the_file_once_and_reads_it_after(tmp_path):
 LATER_IMPORT = """
 import sys
 from gpudiv.lang import method_cache
-pending = method_cache.install(method_cache.Path(sys.argv[1]))
+pending = method_cache.install(sys.argv[1])
 print(type(pending).__name__, "dataclasses" in sys.modules)
 {body}
 """
@@ -222,7 +222,7 @@ print(Point(1) == Point(1, 0), hash(Point(2)) == hash(Point(2, 0)), repr(Point(3
 print(dataclasses.exec == pending.cache.exec, pending.cache.compiled > 0,
       pending in sys.meta_path, dataclasses.__spec__.name)
 pending.save()
-print(len(method_cache.read(method_cache.Path(sys.argv[1]))) > 0)
+print(len(method_cache.read(sys.argv[1])) > 0)
 """
     assert _fresh(tmp_path, body) == ["_InstallOnImport False", "True True Point(x=3, y=0)",
                                       "True True False dataclasses", "True"]

@@ -2,6 +2,7 @@
 and anything wrong with the file only means compiling again."""
 
 import re
+from pathlib import Path
 
 from gpudiv.lang import regex_cache
 from gpudiv.lang.ptx import fast as ptx_fast
@@ -43,7 +44,7 @@ def test_damaged_or_foreign_files_are_compiled_again(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     cache = regex_cache.RegexCache("t", SOURCES)
     cache.compile("word")
-    where = cache.file()
+    where = Path(cache.file())
     good = where.read_bytes()
     for damaged in (b"", b"xy", good[:-7], good[:40] + bytes([good[40] ^ 1]) + good[41:]):
         where.write_bytes(damaged)
