@@ -19,6 +19,7 @@ from collections import deque
 from gpudiv.analyses.results import KernelResult
 from gpudiv.ir.perf import paused_gc
 from gpudiv.ir.record import Record
+from gpudiv.lang.load import path_text
 
 # SHA-256 from the interpreter's built-in module when it has one, as the standard library's
 # `random` takes SHA-512: `hashlib` loads OpenSSL first, 2.5 ms of every start-up (issue 16).
@@ -436,18 +437,14 @@ def resolve_source_path(path: str, input_path: str) -> str:
     the PTX came from elsewhere) but a file of that name sits beside the PTX, that is the
     source. Otherwise the recorded path is kept as it is.
     """
-    if os.path.isabs(path) and os.path.exists(path):  # the common case, without pathlib
+    folder = os.path.dirname(path_text(input_path))  # `Path(input_path).parent`, "" for "."
+    if not os.path.isabs(path):
+        candidate = path_text(os.path.join(folder, path))
+        return candidate if os.path.exists(candidate) else path
+    if os.path.exists(path):
         return path
-    from pathlib import Path
-
-    folder = Path(input_path).parent
-    if not Path(path).is_absolute():
-        candidate = folder / path
-        return str(candidate) if candidate.exists() else path
-    if Path(path).exists():
-        return path
-    beside = folder / Path(path).name
-    return str(beside) if beside.exists() else path
+    beside = path_text(os.path.join(folder, os.path.basename(path_text(path))))
+    return beside if os.path.exists(beside) else path
 
 
 def branch_origins(path: str, result: KernelResult) -> list[SourceLocation | None]:
