@@ -228,3 +228,34 @@ def test_fingerprints_are_sha256_of_what_a_finding_is_about():
     second = _fingerprint("gpudiv-divergent-branch", "k", "%p1", seen)
     assert first == hashlib.sha256(b"gpudiv-divergent-branch|k|%p1|1").hexdigest()[:32]
     assert second == hashlib.sha256(b"gpudiv-divergent-branch|k|%p1|2").hexdigest()[:32]
+
+
+def _with_pathlib(path: str, input_path: str) -> str:
+    """`resolve_source_path` as it was written with pathlib (the reference)."""
+    folder = Path(input_path).parent
+    if not Path(path).is_absolute():
+        candidate = folder / path
+        return str(candidate) if candidate.exists() else path
+    if Path(path).exists():
+        return path
+    beside = folder / Path(path).name
+    return str(beside) if beside.exists() else path
+
+
+def test_source_paths_resolve_as_with_pathlib(tmp_path, monkeypatch):
+    """The analysis resolves `.file` paths with strings (pathlib is not imported on the
+    way to an analysis); the answers are pathlib's, relative, moved or present."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("k.cu", "sub/k.cu", "sub/inner/k.cu"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    cases = [("k.cu", "x.ptx"), ("k.cu", "sub/x.ptx"), ("k.cu", "./sub/x.ptx"),
+             ("k.cu", "sub//x.ptx"), ("./k.cu", "sub/x.ptx"), ("../k.cu", "sub/inner/x.ptx"),
+             ("inner/k.cu", "sub/x.ptx"), ("missing.cu", "sub/x.ptx"),
+             ("/nowhere/k.cu", "sub/x.ptx"), ("/nowhere/k.cu", "x.ptx"),
+             ("/nowhere/other.cu", "sub/x.ptx"), (str(tmp_path / "k.cu"), "sub/x.ptx")]
+    from gpudiv.analyses import findings
+
+    got = [findings.resolve_source_path(path, ptx) for path, ptx in cases]
+    assert got == [_with_pathlib(path, ptx) for path, ptx in cases]
+    assert got[1] == "sub/k.cu" and got[8] == "sub/k.cu" and got[7] == "missing.cu"
