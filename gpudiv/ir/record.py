@@ -37,7 +37,6 @@ class Record:
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
-    _frozen = False
 
     def __init_subclass__(cls, frozen: bool = False, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -47,7 +46,6 @@ class Record:
         if "__eq__" not in cls.__dict__:
             cls.__eq__ = _equality(values)
         if frozen:
-            cls._frozen = True
             cls.__setattr__ = _refuse_assignment
             cls.__delattr__ = _refuse_deletion
             if not _defines_hash(cls):
