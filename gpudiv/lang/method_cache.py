@@ -166,10 +166,10 @@ class _InstallOnImport:
         """The spec of `dataclasses`, loaded through `_LoadThenGiveCache`; else None."""
         if name != "dataclasses":
             return None
-        self.remove()
-        for finder in sys.meta_path:
-            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") \
-                else None
+        for finder in sys.meta_path:  # (importlib is iterating over it: not changed here)
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
             if spec is not None and spec.loader is not None:
                 spec.loader = _LoadThenGiveCache(spec.loader, self)
                 return spec
@@ -198,7 +198,8 @@ class _LoadThenGiveCache:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        """Run the module, then install the cache into it."""
+        """Run the module, then install the cache into it (and stop waiting)."""
+        self.pending.remove()
         self.loader.exec_module(module)
         self.pending.cache = _give_cache(module, self.pending.path)
 
