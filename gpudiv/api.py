@@ -194,14 +194,14 @@ def analyze_with_summaries(source: str | Path | ir.Program,
         return analyze(path, analysis, block, on_progress, kernel_timeout)
     if on_progress is not None:
         on_progress("reading", 0, 0)
-    reader = FunctionReader(read_source(path), str(path))
+    reader = FunctionReader(read_source(path), path)
     calls = analyze_calls(reader, analysis, as_shape(block), kernel_timeout)
     results = calls.kernels + [found.result for found in calls.functions]
-    result = FileAnalysis(str(path), "ptx", results, list(calls.diagnostics),
+    result = FileAnalysis(path, "ptx", results, list(calls.diagnostics),
                           {k.name: calls.timing_ms["parse"] / max(len(calls.kernels), 1)
                            for k in calls.kernels}, calls=calls)
     for kernel_result in results:
-        result.diagnostics += _warnings(kernel_result, str(path))
+        result.diagnostics += _warnings(kernel_result, path)
     result.diagnostics.sort(key=lambda d: (d.line, d.column))
     return result
 
