@@ -10,7 +10,6 @@ from gpudiv.analyses.findings import Finding, deadlock_findings, file_findings
 from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import RuleError, in_context
-from gpudiv.analyses.stack_slots import original
 from gpudiv.ir.record import Record, replace
 from gpudiv.lang.load import LoadError, language_of, load, parse_text, path_text, read_source
 
@@ -323,6 +322,7 @@ def check(analysed: FileAnalysis, seed: int = 0, reconvergence: str = "auto",
     `interp.ptx_synthesis.CHECK_MAX_STEPS` for PTX)."""
     from functools import partial
 
+    from gpudiv.analyses.stack_slots import original
     from gpudiv.interp.musimd import reconvergence_for
     from gpudiv.interp.ptx import run_ptx_growing
     from gpudiv.interp.ptx_launch import machine_policy

@@ -21,13 +21,18 @@ itself), or a status line.
 from __future__ import annotations
 
 # The C modules under `socket` and `signal`: their Python wrappers import enum, selectors
-# and functools, half of what this module costs a command that a daemon runs.
+# and functools, half of what this module costs a command that a daemon runs. `_socket`
+# loads only when a daemon's socket is there.
 import _signal
-import _socket
+import gc
 import marshal
 import os
 import sys
 import zlib
+
+TYPE_CHECKING = False  # (no `typing` import: this module is every command's start)
+if TYPE_CHECKING:
+    import _socket
 
 PROTOCOL = 1
 # Every `gpudiv` command that never goes to a daemon: managing the daemon itself.
@@ -49,6 +54,8 @@ def socket_path() -> str:
 def request(path: str, message: tuple, fds: list[int] = ()) -> _socket.socket | None:
     """A connection to the daemon at `path` with `message` (and the descriptors `fds`,
     attached to its first bytes) sent; None when no daemon listens there."""
+    import _socket
+
     connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         connection.connect(path)
@@ -66,6 +73,8 @@ def send_request(connection, message: tuple, fds: list[int] = ()) -> None:
     payload = marshal.dumps((PROTOCOL, *message))
     head = len(payload).to_bytes(4, "big") + payload
     rights = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in fds)
+    import _socket
+
     sent = connection.sendmsg([head], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)]
                               if fds else [])
     if sent < len(head):  # never a send of nothing: the daemon may have answered
@@ -160,9 +169,25 @@ def main() -> int:
     status = through_daemon(sys.argv[1:])
     if status is not None:
         return status
-    from gpudiv.cli.main import main as run_here
+    return _import_cli()(sys.argv[1:])
 
-    return run_here(sys.argv[1:])
+
+def _import_cli():
+    """`gpudiv.cli.main.main`, imported with the cyclic collector paused: the imports make
+    only objects that live as long as the process, and the collections they triggered
+    rescanned them (about 1.5 ms of a command's start). They are then moved where
+    collections never look (`gc.freeze`, as `gpudiv.ir.perf.start_up` does with what the
+    command's own start makes)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        from gpudiv.cli.main import main as run_here
+
+        gc.freeze()
+    finally:
+        if was_enabled:
+            gc.enable()
+    return run_here
 
 
 def through_daemon(argv: list[str]) -> int | None:
@@ -213,9 +238,7 @@ def _run_here_with_cached_methods() -> int:
 
     cache = method_cache.install()
     try:
-        from gpudiv.cli.main import main as run_here
-
-        return run_here(sys.argv[1:])
+        return _import_cli()(sys.argv[1:])
     finally:
         if cache is not None:
             cache.save()

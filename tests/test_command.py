@@ -60,3 +60,16 @@ def test_python_dash_m_runs_the_same_entry(tmp_path):
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "divergent branch" in done.stdout
+
+
+def test_the_command_modules_import_with_the_collector_paused(tmp_path):
+    """Start-up (issue 16): importing the command modules only makes objects that live as
+    long as the process; no collection rescans them on the way, and the collector is on
+    again afterwards."""
+    body = ("import gc, sys\nfrom gpudiv.command import _import_cli\ncollections = []\n"
+            "gc.callbacks.append(lambda phase, info: phase == 'start' and "
+            "collections.append(info['generation']))\nmain = _import_cli()\n"
+            "print(gc.isenabled(), 'argparse' in sys.modules, collections)")
+    done = _script(body, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "[]"]

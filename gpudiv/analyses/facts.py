@@ -10,7 +10,6 @@ are never emitted as numbers. The analyses hand the tuples to clingo directly
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from gpudiv import ir
@@ -19,6 +18,7 @@ from gpudiv.analyses.launch_shape import BlockShape, derived_values, special_val
 from gpudiv.ir.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.ir.operators import integer_bits, normalise, zero_extended_bits
 from gpudiv.ir.ssa import SSAForm
+from gpudiv.lang.ptx.forms import SCALAR_TYPE_BITS
 
 RELATIONS: dict[str, int] = {
     "block": 1, "edge": 2, "entry": 1, "exit": 1, "block_order": 2, "ipdom": 2, "idom": 2,
@@ -383,9 +383,6 @@ def _address_atom(ssa: SSAForm, instrs: dict[int, ir.Instruction], n: int, q
     return _operand_atom(ssa, instrs, n, 0, q)
 
 
-_TYPE_BITS = re.compile(r"^[busf](8|16|32|64|128)$")
-
-
 def access_size(instr: ir.Instruction) -> int | None:
     """How many address units a memory access covers: 1 cell in μ-SIMD; for PTX, bytes
     from the opcode (`ld.global.v4.f32` → 16), None when the opcode does not say."""
@@ -400,9 +397,7 @@ def access_size(instr: ir.Instruction) -> int | None:
     for part in parts[1:]:
         if part in ("v2", "v4", "v8"):
             lanes = int(part[1:])
-        match = _TYPE_BITS.match(part)
-        if match:
-            bits = int(match[1])
+        bits = SCALAR_TYPE_BITS.get(part, bits)
     if bits is None:
         return None
     return max(1, bits // 8) * lanes

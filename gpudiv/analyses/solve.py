@@ -20,6 +20,7 @@ from gpudiv.analyses.clingo_lib import ATOM_UNDEFINED, Control, parse_term, symb
 from gpudiv.analyses.facts import program_text
 from gpudiv.ir.perf import memory_bytes
 from gpudiv.ir.record import Record
+from gpudiv.lang.regex_cache import LazyPattern, RegexCache
 
 TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # (nor pathlib: paths are strings on the way to an analysis)
@@ -65,7 +66,7 @@ class UnsatisfiableError(RuleError):
     """The rules have no answer set for a kernel's facts (an integrity constraint fails)."""
 
 
-_LOCATED = re.compile(r"^\S.*?:\d+:\d+: error: ")
+_LOCATED = LazyPattern(r"^\S.*?:\d+:\d+: error: ")
 
 
 def in_context(error: RuleError, path: str, loc, context: str) -> RuleError:
@@ -143,8 +144,8 @@ def is_shipped(path: Path | str) -> bool:
 
 
 # One argument of an atom as clingo prints it: a string, an integer or a constant.
-_ARGUMENT = re.compile(r'"((?:[^"\\]|\\.)*)"|(-?\d+)|([a-z_][A-Za-z0-9_\']*)')
-_UNESCAPE = re.compile(r"\\(.)")
+_ARGUMENT = LazyPattern(r'"((?:[^"\\]|\\.)*)"|(-?\d+)|([a-z_][A-Za-z0-9_\']*)')
+_UNESCAPE = LazyPattern(r"\\(.)")
 
 
 def _atom(symbol: int) -> tuple[str, tuple]:
@@ -201,7 +202,8 @@ def _value(symbol):
     return str(symbol)
 
 
-_LOCATION = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)(?:-\d+(?::\d+)?)?: (?P<msg>.*)$")
+_LOCATION = LazyPattern(
+    r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)(?:-\d+(?::\d+)?)?: (?P<msg>.*)$")
 
 
 def _format_unsafe(message: str) -> str | None:
@@ -282,7 +284,12 @@ def _undefined_error(messages: list[str], known: set[tuple[str, int]]) -> str | 
 
 
 Signatures = frozenset[tuple[str, int]]
-_SHOW_LINE = re.compile(r"^#show\s+([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*\.\s*$", re.M)
+# Used by every analysis (hiding a shipped file's `#show`s; joint solves): from the cache.
+_PATTERNS = RegexCache("solve", {
+    "show_line": r"(?m)^#show\s+([a-z_][A-Za-z0-9_']*)\s*/\s*(\d+)\s*\.\s*$",
+    "namespace": r"(\d+)\|",
+}).compile_all()
+_SHOW_LINE = _PATTERNS["show_line"]
 
 
 @lru_cache(maxsize=32)
@@ -539,7 +546,7 @@ class NotSeparable(Exception):
 # no identifier of μ-SIMD or PTX; the analysis driver solves a kernel whose names contain
 # it on its own all the same.
 NAMESPACE_MARK = "|"
-_NAMESPACE = re.compile(r"(\d+)\|")
+_NAMESPACE = _PATTERNS["namespace"]
 
 
 def _namespaces(values: dict[int, object]) -> tuple[dict[int, object], dict[int, object]]:

@@ -37,7 +37,6 @@ sees it as an operator it does not look into (uniform in, uniform out).
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from functools import cache
 
@@ -45,11 +44,11 @@ from gpudiv import ir
 from gpudiv.ir.cfg import build_cfg
 from gpudiv.ir.record import Record, replace
 from gpudiv.ir.ssa import SSAForm, build_ssa
-from gpudiv.lang.ptx.kernel import infer_generic_spaces
+from gpudiv.lang.ptx.forms import SCALAR_TYPE_BITS
+from gpudiv.lang.ptx.kernel import infer_generic_spaces, local_objects
 
 # Opcode roots whose result is the address they read (or that address plus an offset).
 _ADDRESS_COPY_ROOTS = frozenset({"mov", "cvta"})
-_TYPE_BITS = re.compile(r"^[bsuf](8|16|32|64|128)$")
 
 
 class _Addr(Record, frozen=True):
@@ -109,16 +108,10 @@ Range = tuple[str, int, int]  # (object, offset, size)
 MAX_ROUNDS = 4
 
 
-def local_objects(kernel: ir.Kernel) -> set[str]:
-    """Names of the kernel's `.local` symbols (the stack frame `__local_depot*` included)."""
-    symbols = kernel.attrs.get("symbols") or {}
-    return {name for name, detail in symbols.items() if detail and detail[0] == "local"}
-
-
 def access_size(opcode: str) -> int | None:
     """Bytes a `ld`/`st` moves (`ld.local.v2.u32`: 8), None when the opcode does not say."""
     parts = opcode.split(".")
-    bits = [int(m.group(1)) for p in parts if (m := _TYPE_BITS.match(p))]
+    bits = [SCALAR_TYPE_BITS[p] for p in parts if p in SCALAR_TYPE_BITS]
     if len(bits) != 1:
         return None
     count = 1

@@ -40,8 +40,8 @@ def _engine() -> str:
 
 
 class RegexCache:
-    """The compiled patterns of `sources` (name → regular expression, no flags), each
-    read from the cache file or compiled on first use."""
+    """The compiled patterns of `sources` (name → regular expression; flags written in
+    the pattern, `(?m)`), each read from the cache file or compiled on first use."""
 
     def __init__(self, set_name: str, sources: dict[str, str]):
         self.sources = sources
@@ -60,6 +60,24 @@ class RegexCache:
     def compile(self, name: str) -> re.Pattern:
         """The compiled pattern `name`: from the cache file when it holds it, else by
         `re.compile` (and then stored)."""
+        pattern, added = self._compile_one(name)
+        if added:
+            self._write()
+        return pattern
+
+    def compile_all(self) -> dict[str, re.Pattern]:
+        """Every pattern of the set (a module's patterns that every run uses), the file
+        read once and written at most once."""
+        compiled, added = {}, False
+        for name in self.sources:
+            compiled[name], stored = self._compile_one(name)
+            added |= stored
+        if added:
+            self._write()
+        return compiled
+
+    def _compile_one(self, name: str) -> tuple[re.Pattern, bool]:
+        """The pattern `name` and whether its program was newly added to `programs`."""
         source = self.sources[name]
         if self.programs is None:
             self.programs = self._read()
@@ -67,13 +85,13 @@ class RegexCache:
         if program is not None:
             pattern = _from_program(source, program)
             if pattern is not None:
-                return pattern
+                return pattern, False
         pattern = re.compile(source)
         program = _program_of(source, pattern)
-        if program is not None:
-            self.programs[name] = program
-            self._write()
-        return pattern
+        if program is None:
+            return pattern, False
+        self.programs[name] = program
+        return pattern, True
 
     def _read(self) -> dict[str, tuple]:
         """The stored programs of this set (empty when the file is missing, damaged or
@@ -88,6 +106,30 @@ class RegexCache:
     def _write(self) -> None:
         """Store the programs known so far (a file that cannot be written: no cache)."""
         write_marshalled(self.file(), (_FORMAT, _engine()), self.programs)
+
+
+class LazyPattern:
+    """A regular expression compiled when first used, for a module's patterns that most
+    runs never need (error messages, options): compiling them at import cost every
+    command about 0.1 ms a pattern. Its attributes are the compiled pattern's (`match`,
+    `sub`, `pattern`, …); each is looked up once and kept, so a later `X.match` costs what
+    it costs on the compiled pattern."""
+
+    def __init__(self, source: str, flags: int = 0):
+        self._source_and_flags = (source, flags)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # copy, pickle and introspection probing: not a pattern's
+            raise AttributeError(name)
+        pattern = self.__dict__.get("_pattern")
+        if pattern is None:
+            pattern = self._pattern = re.compile(*self._source_and_flags)
+        value = getattr(pattern, name)
+        setattr(self, name, value)
+        return value
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self._source_and_flags[0]!r})"
 
 
 def _program_of(source: str, compiled: re.Pattern) -> tuple | None:

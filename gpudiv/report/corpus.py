@@ -20,6 +20,7 @@ from gpudiv.analyses.launch_shape import BlockShape, as_shape
 from gpudiv.api import FileAnalysis, analyze
 from gpudiv.ir.record import Record, replace
 from gpudiv.lang.load import LANGUAGES, LoadError, load, path_text, suffix_of
+from gpudiv.lang.regex_cache import LazyPattern
 
 TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # loads with `--cache`
@@ -205,8 +206,8 @@ def job_count(jobs: int) -> int:
 
 # A task of a parallel run: a file, and which of how many runs of its kernels.
 Task = tuple[str, int, int]
-_KERNEL_HEADS = {"ptx": re.compile(rb"\.entry\s"),
-                 "musimd": re.compile(rb"^[ \t]*kernel\s", re.M)}
+_KERNEL_HEADS = {"ptx": LazyPattern(rb"\.entry\s"),
+                 "musimd": LazyPattern(rb"^[ \t]*kernel\s", re.M)}
 
 
 def plan_tasks(paths: list[str], jobs: int, split: bool = True) -> list[Task]:

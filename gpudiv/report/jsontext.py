@@ -24,7 +24,7 @@ writing took 13.5 ms on a report of 4,117 values (141 kB), where `json` took 5.4
 
 from __future__ import annotations
 
-import re
+from gpudiv.lang.regex_cache import LazyPattern
 
 _UNLOADED = object()
 orjson: object = _UNLOADED  # the orjson module once loaded (None: not installed)
@@ -38,12 +38,12 @@ SMALL_DOCUMENT = 8000
 # (one pattern with both alternatives took 14 ms on a 640 kB report). Searched in
 # orjson's UTF-8 bytes: a quarter faster than in the text once it holds a non-ASCII
 # character.
-_UNLIKE_NUMBERS = (re.compile(rb"e[-+]?\d+(?:,?\n|\Z)"), re.compile(rb"0\.0000\d*(?:,?\n|\Z)"))
+_UNLIKE_NUMBERS = (LazyPattern(rb"e[-+]?\d+(?:,?\n|\Z)"), LazyPattern(rb"0\.0000\d*(?:,?\n|\Z)"))
 # Every ASCII byte, deleted to leave the bytes of the non-ASCII characters.
 _ASCII = bytes(range(128))
 _FEW_CHARACTERS = 8
 # One character `json` escapes beyond what orjson does: DEL or any non-ASCII one.
-_NOT_ASCII = re.compile("[^\x00-\x7e]")
+_NOT_ASCII = LazyPattern("[^\x00-\x7e]")
 
 
 def _escape(char: str) -> str:

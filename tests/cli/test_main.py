@@ -1,6 +1,7 @@
 """The command line: output contracts, exit codes, one-line errors without tracebacks."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -301,8 +302,10 @@ def test_analysing_a_small_ptx_file_imports_only_what_it_needs(tmp_path):
     parser loads; the deadlock analysis, forked children, the corpus cache and the other
     analyses load only when used; its classes are records, so `dataclasses` (with
     `inspect`) does not load either, and its paths are strings, so neither does `pathlib`
-    (with `urllib.parse` and `ipaddress`). Modules loaded before gpudiv (an editable
-    install's finder imports pathlib) do not count."""
+    (with `urllib.parse` and `ipaddress`); `contextlib` is not used; stack-slot promotion
+    and inlined-body reuse load only for a kernel with `.local` objects or calls, the
+    socket module only when a daemon's socket is there. Modules loaded before gpudiv (an
+    editable install's finder imports pathlib) do not count."""
     sample = Path(__file__).parents[2] / "samples" / "cuda" / "texture_objects.O3.ptx"
     code = ("import sys\nbefore = set(sys.modules)\nfrom gpudiv.cli.main import main\n"
             f"status = main(['analyze', '--analysis', 'simple', {str(sample)!r}, '--format', "
@@ -312,9 +315,36 @@ def test_analysing_a_small_ptx_file_imports_only_what_it_needs(tmp_path):
             "'gpudiv.analyses.affine2', 'gpudiv.report.corpus_cache', 'gpudiv.lang.marks', "
             "'importlib.resources', 'pickle', 'shutil', 'clingo.ast', 'networkx', 'numpy', "
             "'rich', 'clingo', 'clingo.control', 'typing', 'orjson', 'dataclasses', "
-            "'inspect', 'pathlib', 'urllib.parse', 'ipaddress')\n"
+            "'inspect', 'pathlib', 'urllib.parse', 'ipaddress', 'contextlib', '_socket', "
+            "'gpudiv.analyses.stack_slots', 'gpudiv.lang.ptx.inline_reuse')\n"
             "print(status, sorted(m for m in unwanted if m in sys.modules and m not in before))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True, cwd=tmp_path)
     assert done.stdout.split() == ["0", "[]"], done.stdout[-300:] + done.stderr[-300:]
     assert json.loads((tmp_path / "out.json").read_text())["inputs"][0]["kernels"]
+
+
+def test_a_warm_analysis_compiles_no_regular_expression_of_gpudiv(tmp_path):
+    """Start-up (issue 16): compiling a pattern costs 0.1–0.8 ms. Once a first process has
+    filled the cache folder, an analysis of a small PTX file compiles none of gpudiv's
+    patterns: those every run uses come from the cache, the others compile when used."""
+    sample = Path(__file__).parents[2] / "samples" / "cuda" / "kfcm_pipeline.O3.ptx"
+    code = ("import os, sys, traceback\nimport re._compiler as compiler\nimport gpudiv\n"
+            "package = os.path.dirname(gpudiv.__file__) + os.sep\nfrom_gpudiv = []\n"
+            "original = compiler.compile\n"
+            "def counted(pattern, flags=0):\n"
+            "    callers = [f.filename for f in traceback.extract_stack()[:-1]\n"
+            "               if os.sep + 're' + os.sep not in f.filename]\n"
+            "    if callers[-1].startswith(package):  # compiled by gpudiv's code\n"
+            "        from_gpudiv.append(pattern)\n"
+            "    return original(pattern, flags)\n"
+            "compiler.compile = counted\nfrom gpudiv.cli.main import main\n"
+            f"status = main(['analyze', '--analysis', 'simple', {str(sample)!r}, '--format', "
+            "'json', '-o', 'out.json'])\nprint(status, from_gpudiv)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60, check=True, cwd=tmp_path, env=env)
+    assert first.stdout.split()[0] == "0" and "(" in first.stdout  # the cache was empty
+    warm = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True, cwd=tmp_path, env=env)
+    assert warm.stdout.split() == ["0", "[]"], warm.stdout[-500:] + warm.stderr[-300:]

@@ -65,3 +65,50 @@ def test_no_cache_folder_means_plain_compiles(tmp_path, monkeypatch):
     cache = regex_cache.RegexCache("t", SOURCES)
     assert cache.file() is None
     assert cache.compile("gap") == re.compile(SOURCES["gap"])
+
+
+FLAGGED = {"line": r"(?m)^[ \t]*\.entry\b", "word": r"\w+"}
+
+
+def test_compile_all_reads_the_file_once_and_writes_it_once(tmp_path, monkeypatch):
+    """A module's patterns that every run uses: all compiled by the first process, the
+    file written once, and read back equal (inline flags included) by the next."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    writes = []
+    real_write = regex_cache.write_marshalled
+    monkeypatch.setattr(regex_cache, "write_marshalled",
+                        lambda *args: (writes.append(args[0]), real_write(*args)))
+    first = regex_cache.RegexCache("flags", FLAGGED).compile_all()
+    assert len(writes) == 1
+    again = regex_cache.RegexCache("flags", FLAGGED)
+    assert set(again._read()) == set(FLAGGED)
+    loaded = again.compile_all()
+    assert len(writes) == 1  # nothing new to store
+    for name, source in FLAGGED.items():
+        assert loaded[name] == first[name] == re.compile(source)
+    assert loaded["line"].flags & re.M
+    assert [m.start() for m in loaded["line"].finditer("x\n  .entry k\n.entry j")] == [2, 13]
+
+
+def test_every_cached_module_pattern_equals_what_re_compiles(tmp_path, monkeypatch):
+    """The patterns the PTX reader and the solver take from the cache at import are those
+    `re.compile` gives for the same text (a changed pattern gets another file)."""
+    from gpudiv.analyses import solve
+    from gpudiv.lang.ptx import chunks, parse
+
+    for module in (chunks, parse, solve):
+        for name, pattern in module._PATTERNS.items():
+            assert pattern == re.compile(pattern.pattern), (module.__name__, name)
+
+
+def test_a_lazy_pattern_compiles_when_first_used_and_acts_as_the_pattern(monkeypatch):
+    compiled = []
+    real = re.compile
+    monkeypatch.setattr(re, "compile", lambda *args: (compiled.append(args), real(*args))[1])
+    lazy = regex_cache.LazyPattern(r"^#show\s+(\w+)/(\d+)\.$", re.M)
+    assert compiled == [] and "#show" in repr(lazy)
+    text = "a.\n#show p/2.\n#show q/1."
+    assert [m.groups() for m in lazy.finditer(text)] == [("p", "2"), ("q", "1")]
+    assert lazy.sub("", text) == "a.\n\n"
+    assert lazy.flags & re.M and lazy.groups == 2
+    assert len(compiled) == 1  # once: each attribute is kept after its first lookup

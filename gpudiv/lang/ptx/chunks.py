@@ -7,19 +7,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from gpudiv.lang.regex_cache import RegexCache
+
 # ---------------------------------------------------------------------------------------
 # Chunks: top-level pieces parsed on their own.
 # ---------------------------------------------------------------------------------------
 
 # Block comments are found by `_scan` (an unterminated `/*` must not make the scan look
 # for `*/` again at every later `/*`: that would be quadratic); an unterminated string runs
-# to the end of its line, and the possessive loop never backtracks into it.
-_SCAN = re.compile(r'//[^\n]*|/\*|"(?:[^"\\\n]|\\.)*+"?|[{};]'
-                   r'|(?P<header>^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)?\.(?:entry|func)\b)',
-                   re.M)
-_HEADER = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.(?:entry|func)\b", re.M)
-_REST_OF_LINE = re.compile(r"[ \t\r\f]*(?://[^\n]*)?(?:\n|$)")
-_NEXT_CHAR = re.compile(r"\s*(\S)")
+# to the end of its line, and the possessive loop never backtracks into it. Every file is
+# cut by these patterns: their compiled programs come from the cache (0.8 ms to compile).
+_PATTERNS = RegexCache("ptx-chunks", {
+    "scan": r'(?m)//[^\n]*|/\*|"(?:[^"\\\n]|\\.)*+"?|[{};]'
+            r'|(?P<header>^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)?\.(?:entry|func)\b)',
+    "header": r"(?m)^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.(?:entry|func)\b",
+    "rest_of_line": r"[ \t\r\f]*(?://[^\n]*)?(?:\n|$)",
+    "next_char": r"\s*(\S)",
+}).compile_all()
+_SCAN = _PATTERNS["scan"]
+_HEADER = _PATTERNS["header"]
+_REST_OF_LINE = _PATTERNS["rest_of_line"]
+_NEXT_CHAR = _PATTERNS["next_char"]
 
 
 def _scan(text: str) -> Iterator[re.Match]:

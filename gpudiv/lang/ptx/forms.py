@@ -11,11 +11,15 @@ import re
 import struct
 
 from gpudiv.ir.record import Record
+from gpudiv.lang.regex_cache import LazyPattern
 
 TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+# The bits of a scalar type modifier of an opcode: `u32` → 32.
+SCALAR_TYPE_BITS = {f"{kind}{bits}": int(bits) for kind in "bsuf" for bits in TYPE_BYTES}
 
-# Comments inside an instruction's text (removed from `PInstr.text`).
-COMMENT = re.compile(r"//[^\n]*|/\*[\s\S]*?\*/")
+# Comments inside an instruction's text (removed from `PInstr.text`; few instructions
+# hold one).
+COMMENT = LazyPattern(r"//[^\n]*|/\*[\s\S]*?\*/")
 
 
 def decl_layout(children, shape: str | None) -> tuple[str, int, int]:

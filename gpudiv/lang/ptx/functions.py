@@ -15,10 +15,11 @@ from __future__ import annotations
 import time
 
 from gpudiv import ir
+from gpudiv.ir.perf import paused_gc
 from gpudiv.lang.ptx.flatten import _Unit
 from gpudiv.lang.ptx.forms import PInstr
 from gpudiv.lang.ptx.lower import CallSummary, Slot, SummaryOutput  # noqa: F401
-from gpudiv.lang.ptx.parse import _gc_paused, _Reader
+from gpudiv.lang.ptx.parse import _Reader
 
 
 class FunctionReader:
@@ -28,7 +29,7 @@ class FunctionReader:
         self.path = path
         self.reader = _Reader(text, path, canonical=True)
         start = time.perf_counter()
-        with _gc_paused():
+        with paused_gc():
             self.reader.parse()
         self.parse_ms = (time.perf_counter() - start) * 1000
         self.reader.program.attrs["files"] = dict(self.reader.files)
@@ -80,14 +81,14 @@ class FunctionReader:
         the reason is among the diagnostics); `sites`: what is known of the results of
         the call at (line, column) (`_KernelLowering.summary_call`); `targets`: the
         functions a call through a pointer may reach (`_KernelLowering.indirect_call`)."""
-        with _gc_paused():
+        with paused_gc():
             return self.reader.lower_kernel(self.unit, self.unit.functions[name],
                                             inline=False, summaries=summaries, sites=sites,
                                             targets=targets)
 
     def inlined(self, name: str) -> ir.Kernel | None:
         """A kernel as `gpudiv analyze` reads it: every call inlined."""
-        with _gc_paused():
+        with paused_gc():
             return self.reader.lower_kernel(self.unit, self.unit.functions[name], inline=True)
 
     def executable(self, name: str) -> ir.Kernel | None:

@@ -152,6 +152,12 @@ def _addresses(instr: ir.Instruction) -> list[str]:
     return [a.name for a in chosen if isinstance(a, ir.Var)]
 
 
+def local_objects(kernel: ir.Kernel) -> set[str]:
+    """Names of the kernel's `.local` symbols (the stack frame `__local_depot*` included)."""
+    symbols = kernel.attrs.get("symbols") or {}
+    return {name for name, detail in symbols.items() if detail and detail[0] == "local"}
+
+
 def infer_generic_spaces(instructions: list[ir.Instruction]) -> None:
     """Make a generic load/store/atomic a `.local` one when its address may point into
     thread-private memory (`local_registers`); a summarised call's result that reads

@@ -17,7 +17,6 @@ from gpudiv.lang.ptx.forms import (
     PLabel,
     PLoc,
 )
-from gpudiv.lang.ptx.inline_reuse import BodyTemplate, lower_inlined_body
 from gpudiv.lang.ptx.opcodes import (
     ASSIGN_ROOTS,
     ATOMIC_ROOTS,
@@ -37,6 +36,10 @@ from gpudiv.lang.ptx.opcodes import (
     _memory_space,
     special_class,
 )
+
+TYPE_CHECKING = False  # (no `typing` import on the analyze path)
+if TYPE_CHECKING:
+    from gpudiv.lang.ptx import inline_reuse
 
 # ---------------------------------------------------------------------------------------
 # Call summaries: what a call to a summarised function stands for.
@@ -202,7 +205,7 @@ class _KernelLowering:
         self.own_labels: set[str] = set()  # labels of the kernel's body (not inlined)
         self.groups = 0  # the group id of the last PTX instruction lowered
         self.group_source: PInstr | None = None
-        self.templates: dict[tuple, BodyTemplate] = {}  # calling state → inlined body
+        self.templates: dict[tuple, inline_reuse.BodyTemplate] = {}  # calling state → inlined body
 
     # -- small helpers -----------------------------------------------------------------
     def error(self, message: str, line: int, column: int) -> None:
@@ -862,7 +865,9 @@ class _KernelLowering:
                 bound.append(self.copy(frame, pi, base, self.value(frame, arg)))
                 self.slots[base] = {0}
         self.items.extend(bound)
-        if self.reuse_bodies:
+        if self.reuse_bodies:  # (imported here: most kernels call nothing)
+            from gpudiv.lang.ptx.inline_reuse import lower_inlined_body
+
             lower_inlined_body(self, callee, inner)
         else:
             self.lower_body(inner)

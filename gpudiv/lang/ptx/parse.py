@@ -28,13 +28,11 @@ The decisions (what is uniform, how calls and guards are modelled) are documente
 
 from __future__ import annotations
 
-import gc
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from gpudiv import ir
+from gpudiv.ir.perf import paused_gc
 from gpudiv.lang.ptx import fast as ptx_fast
 from gpudiv.lang.ptx.chunks import _HEADER, _chunks
 from gpudiv.lang.ptx.flatten import _Unit
@@ -70,6 +68,7 @@ from gpudiv.lang.ptx.opcodes import (  # noqa: F401
     UNIFORM_COLLECTIVE_ROOTS,
     special_class,
 )
+from gpudiv.lang.regex_cache import RegexCache
 
 # The fast path's regexes (re-exported for the tests).
 fast_patterns = ptx_fast.patterns
@@ -343,26 +342,18 @@ def inline_calls(kernel: ir.Kernel) -> ir.Kernel:
     return inlined
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a file is read: parsing allocates millions of
-    small objects that reference counting frees, and collections triggered by the
-    allocation count alone cost about a third of the time on large files."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-_DIRECTIVE = re.compile(r"\.(version|target|address_size)[ \t]+([^\n;/]*)")
+# What every file is checked with (from the cache: compiling took 0.4 ms a process).
+_PATTERNS = RegexCache("ptx-values", {
+    "directive": r"\.(version|target|address_size)[ \t]+([^\n;/]*)",
+    "long_digits": r"[0-9a-fA-F]{17}",
+    "known_target": r"(?:sm|compute)_(\d+)[af]?",
+}).compile_all()
+_DIRECTIVE = _PATTERNS["directive"]
+_LONG_DIGITS = _PATTERNS["long_digits"]
+_KNOWN_TARGET = _PATTERNS["known_target"]
 # Compiled by `re` when first needed (a file with a long literal; too deep nesting).
 _WIDE_LITERAL = (r"//[^\n]*|/\*.*?(?:\*/|\Z)|\"[^\"\n]*\"?"
                  r"|(?<![\w.$%])-?(?:0[xX][0-9a-fA-F]{17,}|\d{20,})[uU]?\b")
-_LONG_DIGITS = re.compile(r"[0-9a-fA-F]{17}")
-_KNOWN_TARGET = re.compile(r"(?:sm|compute)_(\d+)[af]?")
 
 
 def _value_warnings(text: str) -> list[tuple[str, int]]:
@@ -443,7 +434,7 @@ def parse_ptx_timed(text: str, path: str = "<string>", *, fast: bool = True,
     timings = {"parse": 0.0, "lower": 0.0}
     start = time.perf_counter()
     try:
-        with _gc_paused():
+        with paused_gc():
             reader.parse(fast)
             parsed = time.perf_counter()
             timings["parse"] = (parsed - start) * 1000

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from gpudiv.lang.load import load
-from gpudiv.lang.ptx import inline_reuse, lower
+from gpudiv.lang.ptx import inline_reuse
 from gpudiv.lang.ptx.inline_reuse import _replay
 from gpudiv.lang.ptx.lower import _KernelLowering
 from gpudiv.lang.ptx.parse import parse_ptx
@@ -155,13 +155,13 @@ def copy_log(monkeypatch) -> list[tuple[str, bool]]:
         _replay(lowering, template, inner)
 
     monkeypatch.setattr(inline_reuse, "_replay", replay)
-    original = lower.lower_inlined_body
+    original = inline_reuse.lower_inlined_body
 
     def logged(lowering, callee, inner):
         original(lowering, callee, inner)
         log.append((callee.name, inner.suffix in copied))
 
-    monkeypatch.setattr(lower, "lower_inlined_body", logged)
+    monkeypatch.setattr(inline_reuse, "lower_inlined_body", logged)
     return log
 
 
