@@ -15,22 +15,33 @@ Without orjson installed everything goes through `json`. Not covered: a float th
 finite (`json` writes `NaN` or `Infinity`, which is not JSON; orjson writes `null`); no
 report of gpudiv holds one.
 
-A document of up to `SMALL_DOCUMENT` values goes through `json` while orjson is not
-loaded. Importing orjson loads `dataclasses` (with `inspect`), `datetime`, `uuid` and
-`platform`, which an `analyze` process otherwise never imports: orjson's import and
-writing took 13.5 ms on a report of 4,117 values (141 kB), where `json` took 5.4 ms; on
-11,534 values (408 kB) 14.8 ms against `json`'s 21.0 ms (fresh processes, 2026-11-26).
+A document of up to `SMALL_DOCUMENT` values is written here (`_small_text`, in one pass
+with the C string escaper `json` itself uses) while orjson is not loaded: importing `json`
+was 2 ms of a one-file process, more than writing its report (issue 16). Importing orjson loads
+`dataclasses` (with `inspect`), `datetime`, `uuid` and `platform`, which an `analyze`
+process otherwise never imports: orjson's import and writing took 13.5 ms on a report of
+4,117 values (141 kB), where `json` took 5.4 ms; on 11,534 values (408 kB) 14.8 ms
+against `json`'s 21.0 ms (fresh processes, 2026-11-26).
 """
 
 from __future__ import annotations
 
 from gpudiv.lang.regex_cache import LazyPattern
 
+try:  # `json`'s own escaper of strings (ensure_ascii), from its C accelerator
+    from _json import encode_basestring_ascii as _quoted
+except ImportError:  # pragma: no cover - CPython has it; `json` writes everything then
+    _quoted = None
+
+_INFINITY = float("inf")
 _UNLOADED = object()
 orjson: object = _UNLOADED  # the orjson module once loaded (None: not installed)
-# Values (containers and scalars) of a document small enough for `json` while orjson is
-# not loaded: about 280 kB of indented JSON (a report's values take about 35 bytes).
-SMALL_DOCUMENT = 8000
+# Values (containers and scalars) of a document small enough for `_small_text` while
+# orjson is not loaded: about 700 kB of indented JSON (a report's values take about 35
+# bytes). In fresh processes (least of 5), `_small_text` took 1.1, 7.3, 11.5 and 37.9 ms
+# on 1,000, 8,000, 16,000 and 32,000 values, orjson's import and writing 17.5, 27.0,
+# 26.4 and 21.5 ms (`json`: 3.4, 9.8, 25.4, 62.0).
+SMALL_DOCUMENT = 20000
 
 # The end of a number that orjson may format unlike `json`: in exponent notation, or a
 # decimal below 0.0001. Every value of indented JSON ends a line (or the text), so a
@@ -116,10 +127,83 @@ def _orjson_text(document: object) -> str | None:
     return raw.decode("ascii")
 
 
+def _small_text(document: object) -> str | None:
+    """`json.dumps(document, indent=2)` of a document of dicts with string keys, lists,
+    tuples, strings, integers, floats, booleans and None, as `json`'s encoder writes it;
+    None for anything else (then `json` writes it, or raises as it does)."""
+    if _quoted is None:
+        return None
+    parts: list[str] = []
+    try:
+        written = _write(document, "\n", parts)
+    except RecursionError:  # nested too deeply (or a cycle): `json` says which
+        return None
+    return "".join(parts) if written else None
+
+
+def _write(value: object, newline: str, parts: list[str]) -> bool:
+    """Append the text of `value` at the indentation `newline` (a newline and the
+    spaces of its level); False for what `_small_text` leaves to `json`."""
+    # The order of json.encoder's checks: a str, an int or a float subclass is written as
+    # the str, int or float it is (True and False first: bool is an int).
+    if isinstance(value, str):
+        parts.append(_quoted(value))
+    elif value is None:
+        parts.append("null")
+    elif value is True:
+        parts.append("true")
+    elif value is False:
+        parts.append("false")
+    elif isinstance(value, int):
+        parts.append(int.__repr__(value))
+    elif isinstance(value, float):
+        parts.append(_float_text(value))
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            parts.append("[]")
+            return True
+        inner = newline + "  "
+        separator = "[" + inner
+        for item in value:
+            parts.append(separator)
+            if not _write(item, inner, parts):
+                return False
+            separator = "," + inner
+        parts.append(newline + "]")
+    elif isinstance(value, dict):
+        if not value:
+            parts.append("{}")
+            return True
+        inner = newline + "  "
+        separator = "{" + inner
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return False
+            parts.append(separator + _quoted(key) + ": ")
+            if not _write(item, inner, parts):
+                return False
+            separator = "," + inner
+        parts.append(newline + "}")
+    else:
+        return False
+    return True
+
+
+def _float_text(value: float) -> str:
+    """A float as `json` writes it (`NaN` and `Infinity` included, as it allows them)."""
+    if value != value:
+        return "NaN"
+    if value == _INFINITY:
+        return "Infinity"
+    if value == -_INFINITY:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
 def dumps_indented(document: object) -> str:
     """`json.dumps(document, indent=2)`, faster (orjson) where the result is the same."""
     small = orjson is _UNLOADED and _smaller_than(document, SMALL_DOCUMENT)
-    text = None if small else _orjson_text(document)
+    text = _small_text(document) if small else _orjson_text(document)
     if text is None:
         import json  # (only here: small reports and what orjson would write otherwise)
 

@@ -305,7 +305,8 @@ def test_analysing_a_small_ptx_file_imports_only_what_it_needs(tmp_path):
     (with `urllib.parse` and `ipaddress`); `contextlib` is not used; stack-slot promotion
     and inlined-body reuse load only for a kernel with `.local` objects or calls, the
     socket module only when a daemon's socket is there. Modules loaded before gpudiv (an
-    editable install's finder imports pathlib) do not count."""
+    editable install's finder imports pathlib) do not count. A small report is written
+    without `json` (`gpudiv.report.jsontext`)."""
     sample = Path(__file__).parents[2] / "samples" / "cuda" / "texture_objects.O3.ptx"
     code = ("import sys\nbefore = set(sys.modules)\nfrom gpudiv.cli.main import main\n"
             f"status = main(['analyze', '--analysis', 'simple', {str(sample)!r}, '--format', "
@@ -316,7 +317,7 @@ def test_analysing_a_small_ptx_file_imports_only_what_it_needs(tmp_path):
             "'importlib.resources', 'pickle', 'shutil', 'clingo.ast', 'networkx', 'numpy', "
             "'rich', 'clingo', 'clingo.control', 'typing', 'orjson', 'dataclasses', "
             "'inspect', 'pathlib', 'urllib.parse', 'ipaddress', 'contextlib', '_socket', "
-            "'gpudiv.analyses.stack_slots', 'gpudiv.lang.ptx.inline_reuse')\n"
+            "'gpudiv.analyses.stack_slots', 'gpudiv.lang.ptx.inline_reuse', 'json')\n"
             "print(status, sorted(m for m in unwanted if m in sys.modules and m not in before))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True, cwd=tmp_path)

@@ -36,6 +36,54 @@ def test_orjson_path_is_taken_where_it_agrees(document):
     assert jsontext._orjson_text(document) == json.dumps(document, indent=2)
 
 
+SPECIAL_FLOATS = [{"nan": float("nan"), "inf": [float("inf"), float("-inf")], "z": -0.0}]
+
+
+class Text(str):
+    """A str subclass: json writes the string it is."""
+
+
+class Count(int):
+    """An int subclass with a repr of its own: json writes the integer."""
+
+    def __repr__(self) -> str:
+        return "Count(...)"
+
+
+@pytest.mark.parametrize("document", [*DOCUMENTS, *SPECIAL_FLOATS, True, None, "x", 7,
+                                      {Text("k"): (Text("v"), Count(3), False)},
+                                      {"deep": [[[[{"a": [{}]}]]]], "t": ()}])
+def test_small_documents_written_here_are_what_json_writes(document):
+    """`_small_text`: the same text as `json`, or None (then `json` writes it) for what
+    it does not cover, here a non-string key."""
+    text = jsontext._small_text(document)
+    if text is None:
+        assert isinstance(document, dict) and any(not isinstance(k, str) for k in document)
+        return
+    assert text == json.dumps(document, indent=2)
+
+
+def test_random_documents_written_here_are_what_json_writes():
+    import random
+
+    chance = random.Random(16)
+    leaves = [None, True, False, 0, -7, 2**64, 0.5, 1e-07, 3.25e22, "", "é←\x7f\n\"", "ok"]
+
+    def document(depth: int) -> object:
+        pick = chance.randrange(4 if depth < 4 else 1)
+        if pick == 1:
+            return [document(depth + 1) for _ in range(chance.randrange(4))]
+        if pick == 2:
+            return tuple(document(depth + 1) for _ in range(chance.randrange(3)))
+        if pick == 3:
+            return {f"k{i}←": document(depth + 1) for i in range(chance.randrange(4))}
+        return chance.choice(leaves)
+
+    for _ in range(300):
+        made = document(0)
+        assert jsontext._small_text(made) == json.dumps(made, indent=2)
+
+
 def test_without_orjson(monkeypatch):
     monkeypatch.setattr(jsontext, "orjson", None)
     for document in DOCUMENTS:
@@ -43,17 +91,19 @@ def test_without_orjson(monkeypatch):
 
 
 def test_small_documents_do_not_load_orjson_and_large_ones_do(tmp_path):
-    """Importing orjson costs a one-file process more than `json` writing a small report."""
+    """Importing orjson costs a one-file process more than writing a small report here;
+    neither loads `json`."""
     import subprocess
     import sys
 
-    code = ("import json, sys\nfrom gpudiv.report import jsontext\n"
+    code = ("import sys\nfrom gpudiv.report import jsontext\n"
             "small = {'kernels': [{'name': f'k{i}', 'vars': list(range(20))} for i in range(40)]}\n"
-            "same = jsontext.dumps_indented(small) == json.dumps(small, indent=2)\n"
-            "loaded = 'orjson' in sys.modules\n"
-            "large = {'vars': [{'name': f'v{i}', 'class': 'uniform'} for i in range(3000)]}\n"
+            "text = jsontext.dumps_indented(small)\n"
+            "loaded = 'orjson' in sys.modules, 'json' in sys.modules\nimport json\n"
+            "same = text == json.dumps(small, indent=2)\n"
+            "large = {'vars': [{'name': f'v{i}', 'class': 'uniform'} for i in range(8000)]}\n"
             "same = same and jsontext.dumps_indented(large) == json.dumps(large, indent=2)\n"
-            "print(same, loaded, 'orjson' in sys.modules)")
+            "print(same, *loaded, 'orjson' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, timeout=60, check=True)
-    assert done.stdout.split() == ["True", "False", "True"], done.stdout + done.stderr
+    assert done.stdout.split() == ["True", "False", "False", "True"], done.stdout + done.stderr
