@@ -4,8 +4,9 @@ Lowering a callee's body again at every call site was a fifth of analysing
 particle_library.G, whose kernels inline 649 calls: 10,700 of their 14,400 IR
 instructions (issue 16, item 3). What lowering one inlined body produces depends on the
 call site through its names only, and through what can change the instructions: the
-callee, the stack of callers (recursion and depth limits), the offsets written in each
-`.param` argument, and whether the calling chain is empty. So the first call site in a
+callee, the part of the stack of callers that its calls may meet (recursion and depth
+limits, `calling_state`), the offsets written in each `.param` argument, and whether
+the calling chain is empty. So the first call site in a
 state is lowered as before and recorded (`BodyTemplate`); at each later one the recorded
 items are copied with the call-site parts renumbered:
 
@@ -29,10 +30,12 @@ from itertools import islice
 
 from gpudiv import ir
 from gpudiv.ir.record import Record
+from gpudiv.lang.ptx.forms import PInstr
+from gpudiv.lang.ptx.opcodes import MAX_INLINE_DEPTH
 
 TYPE_CHECKING = False  # (typing is not imported on the analysis path)
 if TYPE_CHECKING:
-    from gpudiv.lang.ptx.forms import PFunction, PInstr
+    from gpudiv.lang.ptx.forms import PFunction
     from gpudiv.lang.ptx.lower import _Frame, _KernelLowering
 
 # Attributes whose values never hold a frame's names: copied as they are.
@@ -117,10 +120,84 @@ class BodyTemplate(Record):
 
 def calling_state(lowering: _KernelLowering, callee: PFunction, inner: _Frame) -> tuple:
     """What besides names, groups and chains the lowering of `callee`'s body depends on
-    at this call site (its parameters already bound)."""
+    at this call site (its parameters already bound). The stack of callers matters only
+    to the calls inside the body: one to a function on the stack is left opaque
+    (recursion), and so is one `MAX_INLINE_DEPTH` calls deep. Of the stack, the state
+    keeps the functions the body may inline, and its depth where the body's calls, up to
+    `height` levels deep, may reach that limit. A leaf function's body is then one state
+    whoever calls it (particle_library.G: 156 bodies lowered and 218 copied with the
+    whole stack)."""
     written = tuple(tuple(sorted(lowering.slots.get(p.name + inner.suffix) or ()))
                     for p in callee.params if p.space != ".reg")
-    return callee.name, inner.stack, written, bool(inner.inlined_at)
+    calls = _call_graph(lowering, callee.name)
+    if calls is None:
+        stack: tuple = inner.stack
+    else:
+        reach, height = calls
+        stack = (tuple(name for name in inner.stack if name in reach),
+                 max(len(inner.stack), MAX_INLINE_DEPTH - height))
+    return callee.name, stack, written, bool(inner.inlined_at)
+
+
+def _call_graph(lowering: _KernelLowering, name: str) -> tuple[frozenset[str], int] | None:
+    """The functions that lowering `name`'s body may inline, at any depth, and how many
+    levels of calls deep that goes (0: it calls none); None when it may inline a
+    function already being inlined (recursion) or, through a register, any function:
+    then the whole stack is the state."""
+    known = lowering.call_graphs
+    if name not in known:
+        known[name] = _walk_calls(lowering, name, set())
+    return known[name]
+
+
+def _walk_calls(lowering: _KernelLowering, name: str, path: set[str]
+                ) -> tuple[frozenset[str], int] | None:
+    """`_call_graph` of `name`, reached through the functions of `path`."""
+    reach: set[str] = set()
+    height = 0
+    path.add(name)
+    try:
+        for target in _direct_calls(lowering, name):
+            if target is None or target in path:
+                return None
+            below = lowering.call_graphs.get(target, _UNKNOWN)
+            if below is _UNKNOWN:
+                below = lowering.call_graphs[target] = _walk_calls(lowering, target, path)
+            if below is None:
+                return None
+            reach.add(target)
+            reach |= below[0]
+            height = max(height, below[1] + 1)
+    finally:
+        path.discard(name)
+    return frozenset(reach), height
+
+
+_UNKNOWN = object()
+
+
+def _direct_calls(lowering: _KernelLowering, name: str) -> list[str | None]:
+    """The functions with a body that `name`'s body calls by name (None for a call
+    through a register when such calls may inline, `lowering.targets`)."""
+    functions = lowering.unit.functions
+    calls: list[str | None] = []
+    for stmt in lowering.unit.info(name).stmts:
+        if type(stmt) is PInstr and stmt.opcode.split(".", 1)[0] == "call":
+            target = _call_target(stmt.operands)
+            if target in functions:
+                if functions[target].body is not None:  # (else a call left opaque)
+                    calls.append(target)
+            elif target is None and lowering.targets:
+                calls.append(None)
+    return calls
+
+
+def _call_target(operands: list) -> str | None:
+    """The function a `call`'s operands name (None: called through a register)."""
+    position = 1 if operands and operands[0][0] == "p" else 0
+    if position < len(operands) and operands[position][0] == "i":
+        return operands[position][1]
+    return None
 
 
 def lower_inlined_body(lowering: _KernelLowering, callee: PFunction, inner: _Frame) -> None:

@@ -206,6 +206,8 @@ class _KernelLowering:
         self.groups = 0  # the group id of the last PTX instruction lowered
         self.group_source: PInstr | None = None
         self.templates: dict[tuple, inline_reuse.BodyTemplate] = {}  # calling state → inlined body
+        # function → what its body may inline and how deep (`inline_reuse._call_graph`)
+        self.call_graphs: dict[str, tuple[frozenset[str], int] | None] = {}
 
     # -- small helpers -----------------------------------------------------------------
     def error(self, message: str, line: int, column: int) -> None:

@@ -176,10 +176,49 @@ def test_calls_in_several_states_lower_to_the_same_kernel(monkeypatch):
     # has exits: lowered at both sites
     assert copies.count(("pair", True)) == 2 and copies.count(("pair", False)) == 2
     assert copies.count(("stopper", False)) == 2 and ("forever", True) in copies
+    # leaf, a function that calls none, is one state whoever calls it: the kernel's own
+    # call copies the body lowered inside pair's first copy
+    assert copies.count(("leaf", False)) == 1 and copies[-1] == ("leaf", True)
+
+
+def chain_ptx(depth: int, entry_calls: list[int]) -> str:
+    """Functions c0 … c{depth} where each calls the next, and a kernel calling c{i} for
+    each i of `entry_calls`."""
+    def call(target: str) -> str:
+        return ("\t{\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], %r1;\n"
+                f"\t.param .b32 retval0;\n\tcall.uni (retval0), {target}, (param0);\n"
+                "\tld.param.b32 %r1, [retval0+0];\n\t}\n")
+    functions = []
+    for i in range(depth + 1):
+        body = call(f"c{i + 1}") if i < depth else "\tadd.s32 %r1, %r1, 3;\n"
+        functions.append(f".func (.param .b32 r) c{i} (.param .b32 x)\n{{\n"
+                         "\t.reg .b32 %r<3>;\n\tld.param.b32 %r1, [x];\n"
+                         f"{body}\tst.param.b32 [r+0], %r1;\n\tret;\n}}\n")
+    kernel = ("\t.reg .b32 %r<3>;\n\tmov.u32 %r1, %tid.x;\n"
+              + "".join(call(f"c{i}") for i in entry_calls) + "\tret;\n")
+    return (".version 7.0\n.target sm_80\n.address_size 64\n" + "".join(functions)
+            + f".visible .entry chain()\n{{\n{kernel}}}\n")
+
+
+@pytest.mark.parametrize(("entry_calls", "copying"), [([0, 4, 8, 0], True),
+                                                     ([9, 0, 9, 2, 2], True),
+                                                     ([5, 1, 5], True), ([4, 3], False)])
+def test_the_depth_limit_keeps_calls_at_other_depths_apart(monkeypatch, entry_calls, copying):
+    """A chain deeper than MAX_INLINE_DEPTH is cut where the limit falls, which depends
+    on the depth of the call site: bodies called at several depths are copied only
+    where lowering them gives the same items. From c4, c10 calls c11 7 calls deep; from
+    c3, 8 deep, where the call is cut: c10's body is lowered at both."""
+    text = chain_ptx(11, entry_calls)
+    fresh = lowered("chain.ptx", False, monkeypatch, text)
+    copies = copy_log(monkeypatch)
+    copied = lowered("chain.ptx", True, monkeypatch, text)
+    assert copied == fresh
+    assert any("nested deeper than" in d for d in fresh[1])
+    assert any(made for _, made in copies) == copying
 
 
 def test_copies_are_made_where_calls_repeat(monkeypatch):
     copies = copy_log(monkeypatch)
     load(SAMPLES / "cuda_large" / "particle_library.G.ptx")
     copied = sum(made for _, made in copies)
-    assert len(copies) > 300 and copied > 200  # most call sites are copies (218 of 374)
+    assert len(copies) > 300 and copied > 200  # most call sites are copies (248 of 356)
