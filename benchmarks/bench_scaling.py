@@ -27,7 +27,10 @@ Each size is measured in `--repeat` fresh processes at least, and in more (up to
 `--max-repeat`) until their total processor time reaches `--min-ms`, so that a small
 kernel's stages of a millisecond or two are medians of many runs; every run starts from a
 fresh heap, as `gpudiv analyze` does (repeats in one process would reuse freed memory and
-skip the page faults that the single run of a large size pays).
+skip the page faults that the single run of a large size pays). `--rounds N` measures
+every size N times, in a shuffled order after the first round, and `--statistic min`
+keeps each stage's least disturbed run: on a shared machine a slow minute otherwise falls
+on whichever sizes run then, and with one run per large size that bends the fits.
 
 After the table, the fitted exponent of each stage per shape: the least-squares slope of
 log(time) against log(instructions) over the sizes (1 linear, 2 quadratic). Stages under
@@ -42,6 +45,7 @@ outgrows the processor's caches).
     python benchmarks/bench_scaling.py                           # every shape, 1k..200k
     python benchmarks/bench_scaling.py --shapes branches --sizes 1000 10000 --repeat 3
     python benchmarks/bench_scaling.py --json                    # machine-readable rows
+    python benchmarks/bench_scaling.py --rounds 3 --statistic min    # a noisy machine
     python benchmarks/bench_scaling.py --counts --sizes 1000 10000   # work done, too
     python benchmarks/bench_scaling.py --samples                 # the CUDA samples instead
 
@@ -58,6 +62,7 @@ import argparse
 import cProfile
 import json
 import math
+import random
 import statistics
 import subprocess
 import sys
@@ -159,12 +164,14 @@ def measure_file(path: str, analysis: str, counts: bool = False) -> dict:
     return row
 
 
-def median_row(runs: list[dict]) -> dict:
-    """One row from the runs of a size: the median of each stage, the total of the
-    medians, and the sizes and counts (the same in every run) of the first."""
+def median_row(runs: list[dict], statistic: str = "median") -> dict:
+    """One row from the runs of a size: the median (or the least, `statistic` "min") of
+    each stage, the total of those, and the sizes and counts (the same in every run) of
+    the first."""
+    combine = min if statistic == "min" else statistics.median
     row = {k: v for k, v in runs[0].items() if k not in STAGES}
     for stage in STAGES:
-        row[stage] = statistics.median(r[stage] for r in runs)
+        row[stage] = combine(r[stage] for r in runs)
     row["total"] = sum(row[s] for s in STAGES)
     row["runs"] = len(runs)
     return row
@@ -213,15 +220,33 @@ def _run_child(what: list[str], analysis: str, clock: str, counts: bool) -> dict
     return json.loads(done.stdout)
 
 
-def measure_size(what: list[str], args: argparse.Namespace) -> dict:
-    """The median row of at least `--repeat` fresh processes, more (up to `--max-repeat`)
-    until their processor time adds up to `--min-ms`."""
+def measure_size(what: list[str], args: argparse.Namespace) -> list[dict]:
+    """The runs of at least `--repeat` fresh processes, more (up to `--max-repeat`) until
+    their processor time adds up to `--min-ms`."""
     runs = [_run_child(what, args.analysis, args.clock, args.counts)]
     while len(runs) < args.max_repeat and (
             len(runs) < args.repeat
             or sum(sum(r[s] for s in STAGES) for r in runs) < args.min_ms):
         runs.append(_run_child(what, args.analysis, args.clock, args.counts))
-    return median_row(runs)
+    return runs
+
+
+def measure_rounds(jobs: list[list[str]], args: argparse.Namespace) -> list[dict]:
+    """One row per job: `measure_size` in each of `--rounds` rounds, the first in the
+    jobs' order and each later one in a shuffled order (a slow spell of a shared machine
+    then falls on different sizes in each round), combined by `--statistic`."""
+    runs: list[list[dict]] = [[] for _ in jobs]
+    order = list(range(len(jobs)))
+    shuffler = random.Random(16)
+    for round_number in range(args.rounds):
+        if round_number:
+            shuffler.shuffle(order)
+        for index in order:
+            runs[index] += measure_size(jobs[index], args)
+            row = median_row(runs[index], args.statistic)
+            print(f"{' '.join(jobs[index][1:])}: {row['total']:.0f} ms ({row['runs']} runs)",
+                  file=sys.stderr, flush=True)
+    return [median_row(r, args.statistic) for r in runs]
 
 
 def sample_files(named: list[str]) -> list[str]:
@@ -267,6 +292,12 @@ def main(argv: list[str] | None = None) -> int:
                              "this many ms (default 1500)")
     parser.add_argument("--max-repeat", type=int, default=15,
                         help="processes per size at most (default 15)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every size this many times, in a shuffled order "
+                             "after the first round (default 1)")
+    parser.add_argument("--statistic", choices=("median", "min"), default="median",
+                        help="each stage's value over a size's runs (default median; min: "
+                             "the least disturbed run)")
     parser.add_argument("--floor", type=float, default=1.0,
                         help="stages under this many ms at a size are left out of the fit")
     parser.add_argument("--counts", action="store_true",
@@ -290,12 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = ([["--child-file", path] for path in sample_files(args.samples)]
             if args.samples is not None else
             [["--child", shape, str(size)] for shape in args.shapes for size in args.sizes])
-    rows = []
-    for what in jobs:
-        row = measure_size(what, args)
-        print(f"{' '.join(what[1:])}: {row['total']:.0f} ms ({row['runs']} runs)",
-              file=sys.stderr, flush=True)
-        rows.append(row)
+    rows = measure_rounds(jobs, args)
     if args.samples is not None:
         rows.sort(key=lambda r: (r["group"], r["instructions"]))
     fits = exponents(rows, args.floor)

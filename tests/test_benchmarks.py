@@ -91,6 +91,35 @@ def test_scaling_fits_time_and_work_and_takes_medians_of_runs():
     assert "calls_read" not in fits
 
 
+def test_scaling_rounds_measure_every_size_in_each_round_and_keep_the_least(monkeypatch):
+    """`--rounds 3 --statistic min`: every size is measured once per round, the first
+    round in order and the later ones shuffled, and a stage keeps its least value."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import argparse
+
+    import bench_scaling
+
+    measured: list[str] = []
+
+    def fake_size(what: list[str], _args) -> list[dict]:
+        measured.append(what[2])
+        size = int(what[2])
+        slow = 3.0 if len(measured) <= 3 else 1.0  # a slow spell during the first round
+        row = {"shape": "s", "size": size, "instructions": size, "blocks": 1, "atoms": size}
+        row.update({stage: slow * size / 100 for stage in bench_scaling.STAGES})
+        return [row]
+
+    monkeypatch.setattr(bench_scaling, "measure_size", fake_size)
+    jobs = [["--child", "s", str(n)] for n in (1000, 10_000, 100_000)]
+    args = argparse.Namespace(rounds=3, statistic="min")
+    rows = bench_scaling.measure_rounds(jobs, args)
+    assert measured[:3] == ["1000", "10000", "100000"] and len(measured) == 9
+    assert sorted(measured[3:6]) == sorted(measured[:3])  # each size once per round
+    assert [r["runs"] for r in rows] == [3, 3, 3]
+    assert [r["parse"] for r in rows] == [10.0, 100.0, 1000.0]  # the slow spell left out
+    assert round(bench_scaling.exponents(rows, 1.0)["s"]["parse"], 6) == 1.0
+
+
 @pytest.mark.slow
 def test_scaling_on_samples_sums_each_files_kernels_and_fits_per_build():
     """`bench_scaling.py --samples FILE…`: one row per file, its stages summed over its
