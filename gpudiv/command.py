@@ -33,6 +33,7 @@ import zlib
 TYPE_CHECKING = False  # (no `typing` import: this module is every command's start)
 if TYPE_CHECKING:
     import _socket
+    from collections.abc import Callable
 
 PROTOCOL = 1
 # Every `gpudiv` command that never goes to a daemon: managing the daemon itself.
@@ -172,7 +173,7 @@ def main() -> int:
     return _import_cli()(sys.argv[1:])
 
 
-def _import_cli():
+def _import_cli() -> Callable[[list[str] | None], int]:
     """`gpudiv.cli.main.main`, imported with the cyclic collector paused: the imports make
     only objects that live as long as the process, and the collections they triggered
     rescanned them (about 1.5 ms of a command's start). They are then moved where

@@ -1,27 +1,24 @@
 """JSON text of report documents, byte for byte what `json.dumps(document, indent=2)` writes.
 
 Python's encoder writes indented JSON in pure Python: on a PTX file with a few thousand
-variables that was a tenth of `gpudiv analyze --format json` (issue 16, item 3). orjson
-writes the same text about fifteen times faster where the two agree; `dumps_indented` uses
-it and keeps `json`'s output exactly:
+variables that was a tenth of `gpudiv analyze --format json` (issue 16, item 3). Two
+writers replace it where they give the same text:
 
-- non-ASCII characters (and DEL) become `\\uXXXX` escapes, astral ones surrogate pairs,
-  as `json`'s default `ensure_ascii` writes them;
-- a number in exponent notation or below 0.0001 (where orjson writes `1e-5` or `0.00001`
-  and `json` `1e-05`), an integer beyond 64 bits, a key that is not a string or a string
-  that is not valid Unicode: the whole document goes through `json` instead.
-
-Without orjson installed everything goes through `json`. Not covered: a float that is not
-finite (`json` writes `NaN` or `Infinity`, which is not JSON; orjson writes `null`); no
-report of gpudiv holds one.
-
-A document of up to `SMALL_DOCUMENT` values is written here (`_small_text`, in one pass
-with the C string escaper `json` itself uses) while orjson is not loaded: importing `json`
-was 2 ms of a one-file process, more than writing its report (issue 16). Importing orjson loads
-`dataclasses` (with `inspect`), `datetime`, `uuid` and `platform`, which an `analyze`
-process otherwise never imports: orjson's import and writing took 13.5 ms on a report of
-4,117 values (141 kB), where `json` took 5.4 ms; on 11,534 values (408 kB) 14.8 ms
-against `json`'s 21.0 ms (fresh processes, 2026-11-26).
+- `_small_text` writes the document in one pass with the string escaper of `json`'s C
+  accelerator (its `ensure_ascii` escapes: `\\uXXXX`, astral characters as surrogate
+  pairs) and `json`'s spelling of every other value; it leaves to `json` only a key that
+  is not a string and a value `json` rejects. A document of up to `SMALL_DOCUMENT`
+  values goes through it while orjson is not loaded: importing `json` was 2 ms of a
+  one-file process, more than writing its report, and importing orjson loads
+  `dataclasses` (with `inspect`), `datetime`, `uuid` and `platform`, which an `analyze`
+  process otherwise never imports.
+- orjson writes larger documents about fifteen times faster than `json`. Its text is
+  kept with `json`'s escapes for DEL and non-ASCII characters; a number in exponent
+  notation or below 0.0001 (where orjson writes `1e-5` or `0.00001` and `json` `1e-05`),
+  an integer beyond 64 bits, a key that is not a string or a string that is not valid
+  Unicode send the whole document to `_small_text` instead, and so does a missing
+  orjson. Not covered: a float that is not finite (`json` writes `NaN` or `Infinity`,
+  which is not JSON; orjson writes `null`); no report of gpudiv holds one.
 """
 
 from __future__ import annotations
@@ -201,11 +198,14 @@ def _float_text(value: float) -> str:
 
 
 def dumps_indented(document: object) -> str:
-    """`json.dumps(document, indent=2)`, faster (orjson) where the result is the same."""
+    """`json.dumps(document, indent=2)`: by orjson for a large document where its text is
+    the same, else written here (`_small_text`), else by `json`."""
     small = orjson is _UNLOADED and _smaller_than(document, SMALL_DOCUMENT)
-    text = _small_text(document) if small else _orjson_text(document)
+    text = None if small else _orjson_text(document)
     if text is None:
-        import json  # (only here: small reports and what orjson would write otherwise)
+        text = _small_text(document)
+    if text is None:
+        import json  # (only here: a key that is not a string, a type `json` rejects)
 
         text = json.dumps(document, indent=2)
     return text
