@@ -29,8 +29,10 @@ kernel's stages of a millisecond or two are medians of many runs; every run star
 fresh heap, as `gpudiv analyze` does (repeats in one process would reuse freed memory and
 skip the page faults that the single run of a large size pays). `--rounds N` measures
 every size N times, in a shuffled order after the first round, and `--statistic min`
-keeps each stage's least disturbed run: on a shared machine a slow minute otherwise falls
-on whichever sizes run then, and with one run per large size that bends the fits.
+keeps each stage's least disturbed round (a round's value is the median of its runs, so
+that every size has N values whatever its number of runs): on a shared machine a slow
+minute otherwise falls on whichever sizes run then, and with one run per large size that
+bends the fits.
 
 After the table, the fitted exponent of each stage per shape: the least-squares slope of
 log(time) against log(instructions) over the sizes (1 linear, 2 quadratic). Stages under
@@ -164,14 +166,12 @@ def measure_file(path: str, analysis: str, counts: bool = False) -> dict:
     return row
 
 
-def median_row(runs: list[dict], statistic: str = "median") -> dict:
-    """One row from the runs of a size: the median (or the least, `statistic` "min") of
-    each stage, the total of those, and the sizes and counts (the same in every run) of
-    the first."""
-    combine = min if statistic == "min" else statistics.median
+def median_row(runs: list[dict]) -> dict:
+    """One row from the runs of a size: the median of each stage, the total of the
+    medians, and the sizes and counts (the same in every run) of the first."""
     row = {k: v for k, v in runs[0].items() if k not in STAGES}
     for stage in STAGES:
-        row[stage] = combine(r[stage] for r in runs)
+        row[stage] = statistics.median(r[stage] for r in runs)
     row["total"] = sum(row[s] for s in STAGES)
     row["runs"] = len(runs)
     return row
@@ -234,19 +234,34 @@ def measure_size(what: list[str], args: argparse.Namespace) -> list[dict]:
 def measure_rounds(jobs: list[list[str]], args: argparse.Namespace) -> list[dict]:
     """One row per job: `measure_size` in each of `--rounds` rounds, the first in the
     jobs' order and each later one in a shuffled order (a slow spell of a shared machine
-    then falls on different sizes in each round), combined by `--statistic`."""
-    runs: list[list[dict]] = [[] for _ in jobs]
+    then falls on different sizes in each round). Each round gives a job the median row
+    of its runs; `--statistic` combines the rounds' rows (each size has one per round,
+    whatever its number of runs: the least of 40 small runs would be lower than the
+    least of 3 large ones by chance alone)."""
+    rounds: list[list[dict]] = [[] for _ in jobs]
     order = list(range(len(jobs)))
     shuffler = random.Random(16)
     for round_number in range(args.rounds):
         if round_number:
             shuffler.shuffle(order)
         for index in order:
-            runs[index] += measure_size(jobs[index], args)
-            row = median_row(runs[index], args.statistic)
+            rounds[index].append(median_row(measure_size(jobs[index], args)))
+            row = rounds[index][-1]
             print(f"{' '.join(jobs[index][1:])}: {row['total']:.0f} ms ({row['runs']} runs)",
                   file=sys.stderr, flush=True)
-    return [median_row(r, args.statistic) for r in runs]
+    return [combined_rounds(rows, args.statistic) for rows in rounds]
+
+
+def combined_rounds(rows: list[dict], statistic: str) -> dict:
+    """The rows of one job's rounds as one: each stage's median (or least) over the rounds,
+    and the runs of all rounds."""
+    combine = min if statistic == "min" else statistics.median
+    row = dict(rows[0])
+    for stage in STAGES:
+        row[stage] = combine(r[stage] for r in rows)
+    row["total"] = sum(row[s] for s in STAGES)
+    row["runs"] = sum(r["runs"] for r in rows)
+    return row
 
 
 def sample_files(named: list[str]) -> list[str]:
@@ -296,8 +311,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure every size this many times, in a shuffled order "
                              "after the first round (default 1)")
     parser.add_argument("--statistic", choices=("median", "min"), default="median",
-                        help="each stage's value over a size's runs (default median; min: "
-                             "the least disturbed run)")
+                        help="each stage's value over the rounds, each round's value the "
+                             "median of its runs (default median; min: the least "
+                             "disturbed round)")
     parser.add_argument("--floor", type=float, default=1.0,
                         help="stages under this many ms at a size are left out of the fit")
     parser.add_argument("--counts", action="store_true",

@@ -93,7 +93,8 @@ def test_scaling_fits_time_and_work_and_takes_medians_of_runs():
 
 def test_scaling_rounds_measure_every_size_in_each_round_and_keep_the_least(monkeypatch):
     """`--rounds 3 --statistic min`: every size is measured once per round, the first
-    round in order and the later ones shuffled, and a stage keeps its least value."""
+    round in order and the later ones shuffled; a round's value is the median of its
+    runs, and a stage keeps its least round."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import argparse
 
@@ -107,7 +108,10 @@ def test_scaling_rounds_measure_every_size_in_each_round_and_keep_the_least(monk
         slow = 3.0 if len(measured) <= 3 else 1.0  # a slow spell during the first round
         row = {"shape": "s", "size": size, "instructions": size, "blocks": 1, "atoms": size}
         row.update({stage: slow * size / 100 for stage in bench_scaling.STAGES})
-        return [row]
+        # the small size runs 20 times, its runs spread: their least would be lower
+        spread = [0.5, 1.0, 1.5] * 6 + [1.0, 1.0] if size == 1000 else [1.0]
+        return [{**row, **{stage: row[stage] * f for stage in bench_scaling.STAGES}}
+                for f in spread]
 
     monkeypatch.setattr(bench_scaling, "measure_size", fake_size)
     jobs = [["--child", "s", str(n)] for n in (1000, 10_000, 100_000)]
@@ -115,7 +119,7 @@ def test_scaling_rounds_measure_every_size_in_each_round_and_keep_the_least(monk
     rows = bench_scaling.measure_rounds(jobs, args)
     assert measured[:3] == ["1000", "10000", "100000"] and len(measured) == 9
     assert sorted(measured[3:6]) == sorted(measured[:3])  # each size once per round
-    assert [r["runs"] for r in rows] == [3, 3, 3]
+    assert [r["runs"] for r in rows] == [60, 3, 3]
     assert [r["parse"] for r in rows] == [10.0, 100.0, 1000.0]  # the slow spell left out
     assert round(bench_scaling.exponents(rows, 1.0)["s"]["parse"], 6) == 1.0
 
