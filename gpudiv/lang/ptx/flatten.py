@@ -213,3 +213,21 @@ class _Unit(Record):
         if name not in self.infos:
             self.infos[name] = _flatten(self.functions[name])
         return self.infos[name]
+
+    def calls(self, name: str) -> tuple[set[str], bool]:
+        """The functions with a body that `name` calls directly, and whether it calls
+        through a function pointer."""
+        found: set[str] = set()
+        indirect = False
+        for stmt in self.info(name).stmts:
+            if not isinstance(stmt, PInstr) or not stmt.opcode.startswith("call"):
+                continue
+            ops = stmt.operands
+            position = 1 if ops and ops[0][0] == "p" else 0
+            if position < len(ops) and ops[position][0] == "i":
+                callee = self.functions.get(ops[position][1])
+                if callee is not None and callee.body is not None:
+                    found.add(callee.name)
+            elif position < len(ops):
+                indirect = True
+        return found, indirect

@@ -17,7 +17,6 @@ import time
 from gpudiv import ir
 from gpudiv.ir.perf import paused_gc
 from gpudiv.lang.ptx.flatten import _Unit
-from gpudiv.lang.ptx.forms import PInstr
 from gpudiv.lang.ptx.lower import CallSummary, Slot, SummaryOutput  # noqa: F401
 from gpudiv.lang.ptx.parse import _Reader
 
@@ -53,26 +52,7 @@ class FunctionReader:
 
     def callees(self, name: str) -> set[str]:
         """The functions with a body that `name` calls directly."""
-        return self._calls(name)[0]
-
-    def _calls(self, name: str) -> tuple[set[str], bool]:
-        """The functions with a body that `name` calls directly, and whether it calls
-        through a function pointer."""
-        info = self.unit.info(name)
-        found: set[str] = set()
-        indirect = False
-        for stmt in info.stmts:
-            if not isinstance(stmt, PInstr) or not stmt.opcode.startswith("call"):
-                continue
-            ops = stmt.operands
-            position = 1 if ops and ops[0][0] == "p" else 0
-            if position < len(ops) and ops[position][0] == "i":
-                callee = self.unit.functions.get(ops[position][1])
-                if callee is not None and callee.body is not None:
-                    found.add(callee.name)
-            elif position < len(ops):
-                indirect = True
-        return found, indirect
+        return self.unit.calls(name)[0]
 
     def lower(self, name: str, summaries: dict[str, CallSummary | None],
               sites: dict[tuple[int, int], dict] | None = None,
@@ -130,7 +110,7 @@ class FunctionReader:
         seen: set[str] = set()
         todo = [name]
         while todo:
-            callees, indirect = self._calls(todo.pop())
+            callees, indirect = self.unit.calls(todo.pop())
             if indirect:
                 return list(self.functions)
             for callee in callees:

@@ -30,12 +30,11 @@ from itertools import islice
 
 from gpudiv import ir
 from gpudiv.ir.record import Record
-from gpudiv.lang.ptx.forms import PInstr
 from gpudiv.lang.ptx.opcodes import MAX_INLINE_DEPTH
 
 TYPE_CHECKING = False  # (typing is not imported on the analysis path)
 if TYPE_CHECKING:
-    from gpudiv.lang.ptx.forms import PFunction
+    from gpudiv.lang.ptx.forms import PFunction, PInstr
     from gpudiv.lang.ptx.lower import _Frame, _KernelLowering
 
 # Attributes whose values never hold a frame's names: copied as they are.
@@ -139,65 +138,33 @@ def calling_state(lowering: _KernelLowering, callee: PFunction, inner: _Frame) -
     return callee.name, stack, written, bool(inner.inlined_at)
 
 
-def _call_graph(lowering: _KernelLowering, name: str) -> tuple[frozenset[str], int] | None:
+def _call_graph(lowering: _KernelLowering, name: str, path: frozenset[str] = frozenset()
+                ) -> tuple[frozenset[str], int] | None:
     """The functions that lowering `name`'s body may inline, at any depth, and how many
     levels of calls deep that goes (0: it calls none); None when it may inline a
-    function already being inlined (recursion) or, through a register, any function:
-    then the whole stack is the state."""
+    function already being inlined (recursion: one of `path`, the functions walked to
+    reach it) or, through a pointer, any function: then the whole stack is the state."""
     known = lowering.call_graphs
     if name not in known:
-        known[name] = _walk_calls(lowering, name, set())
+        known[name] = _walk_calls(lowering, name, path | {name})
     return known[name]
 
 
-def _walk_calls(lowering: _KernelLowering, name: str, path: set[str]
+def _walk_calls(lowering: _KernelLowering, name: str, path: frozenset[str]
                 ) -> tuple[frozenset[str], int] | None:
-    """`_call_graph` of `name`, reached through the functions of `path`."""
+    """`_call_graph` of `name` (the last of `path`), not yet known."""
+    callees, indirect = lowering.unit.calls(name)
+    if indirect and lowering.targets:
+        return None
     reach: set[str] = set()
     height = 0
-    path.add(name)
-    try:
-        for target in _direct_calls(lowering, name):
-            if target is None or target in path:
-                return None
-            below = lowering.call_graphs.get(target, _UNKNOWN)
-            if below is _UNKNOWN:
-                below = lowering.call_graphs[target] = _walk_calls(lowering, target, path)
-            if below is None:
-                return None
-            reach.add(target)
-            reach |= below[0]
-            height = max(height, below[1] + 1)
-    finally:
-        path.discard(name)
+    for target in callees:
+        below = None if target in path else _call_graph(lowering, target, path)
+        if below is None:
+            return None
+        reach |= {target, *below[0]}
+        height = max(height, below[1] + 1)
     return frozenset(reach), height
-
-
-_UNKNOWN = object()
-
-
-def _direct_calls(lowering: _KernelLowering, name: str) -> list[str | None]:
-    """The functions with a body that `name`'s body calls by name (None for a call
-    through a register when such calls may inline, `lowering.targets`)."""
-    functions = lowering.unit.functions
-    calls: list[str | None] = []
-    for stmt in lowering.unit.info(name).stmts:
-        if type(stmt) is PInstr and stmt.opcode.split(".", 1)[0] == "call":
-            target = _call_target(stmt.operands)
-            if target in functions:
-                if functions[target].body is not None:  # (else a call left opaque)
-                    calls.append(target)
-            elif target is None and lowering.targets:
-                calls.append(None)
-    return calls
-
-
-def _call_target(operands: list) -> str | None:
-    """The function a `call`'s operands name (None: called through a register)."""
-    position = 1 if operands and operands[0][0] == "p" else 0
-    if position < len(operands) and operands[position][0] == "i":
-        return operands[position][1]
-    return None
 
 
 def lower_inlined_body(lowering: _KernelLowering, callee: PFunction, inner: _Frame) -> None:
