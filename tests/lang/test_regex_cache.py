@@ -90,7 +90,7 @@ def test_compile_all_reads_the_file_once_and_writes_it_once(tmp_path, monkeypatc
     assert [m.start() for m in loaded["line"].finditer("x\n  .entry k\n.entry j")] == [2, 13]
 
 
-def test_every_cached_module_pattern_equals_what_re_compiles(tmp_path, monkeypatch):
+def test_every_cached_module_pattern_equals_what_re_compiles():
     """The patterns the PTX reader and the solver take from the cache at import are those
     `re.compile` gives for the same text (a changed pattern gets another file)."""
     from gpudiv.analyses import solve
