@@ -33,6 +33,7 @@ except ImportError:
 
 TYPE_CHECKING = False  # (typing is not imported: an analysis never needs it)
 if TYPE_CHECKING:  # the deadlock analysis loads when its findings are asked for
+    from collections.abc import Iterable
     from typing import ClassVar
 
     from gpudiv.analyses.deadlock import KernelDeadlocks, Place
@@ -296,6 +297,24 @@ def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "
 CHAIN_SHOWN = 40
 
 
+def _reached(reasons: dict[str, list[tuple]], chained: str, starts: Iterable[str]
+             ) -> list[str]:
+    """The variables with reasons that `starts` reach over `chained` reasons (starts too)."""
+    seen = set()
+    stack = [var for var in starts if var in reasons]
+    reached = []
+    while stack:
+        var = stack.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        reached.append(var)
+        for reason in reasons[var]:
+            if reason[0] == chained and reason[1] not in seen and reason[1] in reasons:
+                stack.append(reason[1])
+    return reached
+
+
 class Chains:
     """Every variable's explanation chain from one pass over the reasons (linear in them).
 
@@ -304,19 +323,27 @@ class Chains:
     every variable to its nearest terminal (non-`chained`) reason comes from one search
     backwards from all terminals; a chain then follows, from each variable, its first
     `chained` reason one step closer, which is the path the search from it finds first.
+    Given `starts` (the variables whose chains will be asked for), only the variables
+    their `chained` reasons reach are searched: every chain from a start stays among them,
+    and a report's branch conditions reach a fraction of a large kernel's variables.
     """
 
-    def __init__(self, reasons: dict[str, list[tuple]], chained: str = "operand") -> None:
+    def __init__(self, reasons: dict[str, list[tuple]], chained: str = "operand",
+                 starts: Iterable[str] | None = None) -> None:
         self.reasons = reasons
         self.chained = chained
         users: dict[str, list[str]] = {}
         self.distance: dict[str, int] = {}
         queue: deque[str] = deque()
-        for var, listed in reasons.items():
+        for var in reasons if starts is None else _reached(reasons, chained, starts):
+            listed = reasons[var]
+            terminal = False
             for reason in listed:
                 if reason[0] == chained:
                     users.setdefault(reason[1], []).append(var)
-            if any(reason[0] != chained for reason in listed):
+                else:
+                    terminal = True
+            if terminal:
                 self.distance[var] = 0
                 queue.append(var)
         while queue:
@@ -383,7 +410,8 @@ def explain(result: KernelResult, name: str, chains: Chains | None = None,
     instructions by id (`Kernel.by_id`) when explaining many variables of one kernel: each
     is a pass over the whole kernel.
     """
-    chain, more, terminal = (chains or Chains(_reasons(result))).shown(name, CHAIN_SHOWN)
+    chain, more, terminal = (chains or Chains(_reasons(result), starts=[name])
+                             ).shown(name, CHAIN_SHOWN)
     if terminal is None:
         return ""
     why, origin = terminal
@@ -471,7 +499,8 @@ def kernel_findings(path: str, result: KernelResult) -> list[Finding]:
         if not branch.divergent:
             continue
         if chains is None:  # built at the first divergent branch: none, no work
-            chains = Chains(_reasons(result))
+            chains = Chains(_reasons(result), starts=[
+                b.condition for b in result.branches if b.divergent and b.condition])
             instructions = result.ssa.cfg.kernel.by_id()
         instr = instructions[branch.instruction]
         kind = BraUniDivergent if instr.attrs.get("uniform_hint") else DivergentBranch

@@ -176,7 +176,8 @@ def test_a_kernel_looks_each_source_path_up_once(monkeypatch):
 
 
 def test_chains_equal_one_search_per_variable():
-    """`Chains` (one pass) finds the chain a breadth-first search from each variable finds."""
+    """`Chains` (one pass) finds the chain a breadth-first search from each variable finds,
+    and so does `Chains` searching only from some starts."""
     import random
 
     from gpudiv.analyses.findings import Chains, shortest_chain
@@ -190,8 +191,23 @@ def test_chains_equal_one_search_per_variable():
             if listed:
                 reasons[name] = sorted(listed)
         chains = Chains(reasons)
+        starts = rng.sample(names, rng.randint(1, len(names)))
+        reached = Chains(reasons, starts=starts)
         for name in names:
             assert chains.chain(name) == shortest_chain(name, reasons), (name, reasons)
+        for name in starts:
+            assert reached.chain(name) == chains.chain(name), (name, starts, reasons)
+            assert reached.shown(name, 2) == chains.shown(name, 2), (name, starts, reasons)
+
+
+def test_chains_from_starts_search_only_what_the_starts_reach():
+    """Given the branch conditions, the chains search none of the unrelated variables."""
+    from gpudiv.analyses.findings import Chains
+    reasons = {"p": [("operand", "a")], "a": [("operand", "b"), ("source", "a")],
+               "b": [("source", "b")], "x": [("operand", "y")], "y": [("source", "y")]}
+    chains = Chains(reasons, starts=["p"])
+    assert chains.distance == {"p": 1, "a": 0, "b": 0}
+    assert chains.chain("p") == (["p", "a"], ("source", "a"))
 
 
 def test_findings_work_is_linear_in_the_kernel():
