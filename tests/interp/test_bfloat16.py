@@ -11,6 +11,8 @@ from gpudiv.interp import packed_half
 from gpudiv.interp.float_rounding import round_rational
 from gpudiv.interp.ptx_ops import OpSpec, Unsupported, assign_semantics
 
+SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
+
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 # every finite bfloat16: the upper 16 bits of a float32 (exponent field not all ones)
@@ -45,7 +47,7 @@ def same(got, expected: int) -> bool:
     return got == expected or (got & 0x7FFF == 0 and expected & 0x7FFF == 0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=int(300 * SCALE), deadline=None)
 @given(bf16_bits, bf16_bits, bf16_bits)
 def test_bf16_arithmetic_is_correctly_rounded(a, b, c):
     x, y, z = value(a), value(b), value(c)
@@ -74,7 +76,7 @@ def test_other_bf16_and_tf32_instructions_are_unsupported(opcode):
         assign_semantics(OpSpec(opcode, 1 if "approx" in opcode else 2))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=int(200 * SCALE), deadline=None)
 @given(bf16_bits, bf16_bits, bf16_bits, bf16_bits, bf16_bits, bf16_bits)
 def test_bf16x2_works_element_by_element(a_lo, a_hi, b_lo, b_hi, c_lo, c_hi):
     words = [np.uint32(hi << 16 | lo) for lo, hi in ((a_lo, a_hi), (b_lo, b_hi), (c_lo, c_hi))]

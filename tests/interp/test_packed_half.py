@@ -13,6 +13,8 @@ from gpudiv.interp.ptx import PtxLaunch, run_ptx_kernel
 from gpudiv.interp.ptx_ops import OpSpec, Unsupported, assign_semantics
 from gpudiv.lang.load import parse_text
 
+SCALE = settings.default.max_examples / 100  # 1 under the ci profile (tests/conftest.py)
+
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 halves = st.floats(width=16, allow_nan=False, allow_infinity=False).map(np.float16)
@@ -32,7 +34,7 @@ def nearest_half(value: Fraction) -> np.float16:
     return best
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=int(400 * SCALE), deadline=None)
 @given(halves, halves, halves)
 def test_fma16_is_rounded_once(a, b, c):
     exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
@@ -42,7 +44,7 @@ def test_fma16_is_rounded_once(a, b, c):
         assert result == expected or (result == 0 and expected == 0), (a, b, c, result)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=int(200 * SCALE), deadline=None)
 @given(halves, halves, halves, halves)
 def test_packed_add_and_mul_work_half_by_half(a_lo, a_hi, b_lo, b_hi):
     a = packed_half.pack(a_lo, a_hi)
