@@ -298,20 +298,18 @@ CHAIN_SHOWN = 40
 
 
 def _reached(reasons: dict[str, list[tuple]], chained: str, starts: Iterable[str]
-             ) -> list[str]:
-    """The variables with reasons that `starts` reach over `chained` reasons (starts too)."""
-    seen = set()
+             ) -> dict[str, None]:
+    """The variables with reasons that `starts` reach over `chained` reasons (starts too),
+    in the order they are found."""
+    reached: dict[str, None] = {}
     stack = [var for var in starts if var in reasons]
-    reached = []
     while stack:
         var = stack.pop()
-        if var in seen:
+        if var in reached:
             continue
-        seen.add(var)
-        reached.append(var)
-        for reason in reasons[var]:
-            if reason[0] == chained and reason[1] not in seen and reason[1] in reasons:
-                stack.append(reason[1])
+        reached[var] = None
+        stack.extend(reason[1] for reason in reasons[var]
+                     if reason[0] == chained and reason[1] in reasons)
     return reached
 
 
