@@ -297,22 +297,6 @@ def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "
 CHAIN_SHOWN = 40
 
 
-def _reached(reasons: dict[str, list[tuple]], chained: str, starts: Iterable[str]
-             ) -> dict[str, None]:
-    """The variables with reasons that `starts` reach over `chained` reasons (starts too),
-    in the order they are found."""
-    reached: dict[str, None] = {}
-    stack = [var for var in starts if var in reasons]
-    while stack:
-        var = stack.pop()
-        if var in reached:
-            continue
-        reached[var] = None
-        stack.extend(reason[1] for reason in reasons[var]
-                     if reason[0] == chained and reason[1] in reasons)
-    return reached
-
-
 class Chains:
     """Every variable's explanation chain from one pass over the reasons (linear in them).
 
@@ -333,14 +317,23 @@ class Chains:
         users: dict[str, list[str]] = {}
         self.distance: dict[str, int] = {}
         queue: deque[str] = deque()
-        for var in reasons if starts is None else _reached(reasons, chained, starts):
-            listed = reasons[var]
+        follow = starts is not None  # else every variable, each once
+        stack = [var for var in starts if var in reasons] if follow else list(reasons)
+        visited: set[str] = set()
+        while stack:
+            var = stack.pop()
+            if follow:
+                if var in visited:
+                    continue
+                visited.add(var)
             terminal = False
-            for reason in listed:
-                if reason[0] == chained:
-                    users.setdefault(reason[1], []).append(var)
-                else:
+            for reason in reasons[var]:
+                if reason[0] != chained:
                     terminal = True
+                    continue
+                users.setdefault(reason[1], []).append(var)
+                if follow and reason[1] in reasons and reason[1] not in visited:
+                    stack.append(reason[1])
             if terminal:
                 self.distance[var] = 0
                 queue.append(var)
