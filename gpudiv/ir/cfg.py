@@ -135,17 +135,18 @@ def successor_labels(kernel: ir.Kernel, index: int) -> list[str]:
     return [following] if following == term.target else [following, term.target]
 
 
-def _loop_forest(graph: DiGraph, nodes: set[str], order: dict[str, int],
-                 parent: Loop | None, loops: dict[str, Loop]) -> None:
-    """Find the cycles among `nodes` and recurse into each with its header edges removed."""
-    sub = graph.subgraph(nodes)
-    for component in strongly_connected_components(sub):
+def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
+                 loops: dict[str, Loop], entering: DiGraph | None = None) -> None:
+    """Find the cycles of `graph` and recurse into each with its header edges removed; a
+    member is a header when an edge of `entering` (default: `graph`) comes in from outside."""
+    entering = graph if entering is None else entering
+    for component in strongly_connected_components(graph):
         if len(component) == 1:
             (only,) = component
-            if not sub.has_edge(only, only):
+            if not graph.has_edge(only, only):
                 continue
         headers = sorted(
-            (n for n in component if any(p not in component for p in graph.predecessors(n))),
+            (n for n in component if any(p not in component for p in entering.predecessors(n))),
             key=order.get)
         if not headers:
             headers = [min(component, key=order.get)]
@@ -153,13 +154,13 @@ def _loop_forest(graph: DiGraph, nodes: set[str], order: dict[str, int],
                     parent.name if parent else None, (parent.depth + 1) if parent else 1)
         loops[loop.name] = loop
         # the cycle's own edges, header entries removed (walking only its members: a
-        # copy of `sub` per cycle was quadratic in a kernel of many loop nests)
+        # copy of the graph per cycle was quadratic in a kernel of many loop nests)
         members = sorted(component, key=order.get)
         inner = DiGraph()
         inner.add_nodes_from(members)
-        inner.add_edges_from((u, v) for u in members for v in sub.successors(u)
+        inner.add_edges_from((u, v) for u in members for v in graph.successors(u)
                              if v in component and v not in headers)
-        _loop_forest(inner, set(component), order, loop, loops)
+        _loop_forest(inner, order, loop, loops)
 
 
 def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
@@ -203,7 +204,7 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     position[ENTRY] = -1
     position[EXIT] = len(order)
     loops: dict[str, Loop] = {}
-    _loop_forest(graph, set(order), position, None, loops)
+    _loop_forest(graph.subgraph(set(order)), position, None, loops, entering=graph)
     synthetic: dict[str, str] = {}
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 

@@ -28,8 +28,11 @@ class DiGraph:
 
     def add_nodes_from(self, nodes: Iterable) -> None:
         """Add nodes in order."""
+        succ, pred = self._succ, self._pred
         for node in nodes:
-            self.add_node(node)
+            if node not in succ:
+                succ[node] = {}
+                pred[node] = {}
 
     def add_edge(self, u: Hashable, v: Hashable) -> None:
         """Add an edge (and its nodes when missing)."""
@@ -39,9 +42,17 @@ class DiGraph:
         self._pred[v][u] = None
 
     def add_edges_from(self, edges: Iterable) -> None:
-        """Add edges in order."""
+        """Add edges in order (`add_edge` inlined: CFG, loop and subgraph building)."""
+        succ, pred = self._succ, self._pred
         for u, v in edges:
-            self.add_edge(u, v)
+            if u not in succ:
+                succ[u] = {}
+                pred[u] = {}
+            if v not in succ:
+                succ[v] = {}
+                pred[v] = {}
+            succ[u][v] = None
+            pred[v][u] = None
 
     def remove_edge(self, u: Hashable, v: Hashable) -> None:
         """Remove an edge (KeyError when missing)."""
