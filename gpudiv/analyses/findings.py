@@ -305,9 +305,10 @@ class Chains:
     every variable to its nearest terminal (non-`chained`) reason comes from one search
     backwards from all terminals; a chain then follows, from each variable, its first
     `chained` reason one step closer, which is the path the search from it finds first.
-    Given `starts` (the variables whose chains will be asked for), only the variables
-    their `chained` reasons reach are searched: every chain from a start stays among them,
-    and a report's branch conditions reach a fraction of a large kernel's variables.
+    Given `starts` (the variables whose chains will be asked for; default: every one),
+    only the variables their `chained` reasons reach are searched: every chain from a
+    start stays among them, and a report's branch conditions reach a fraction of a large
+    kernel's variables.
     """
 
     def __init__(self, reasons: dict[str, list[tuple]], chained: str = "operand",
@@ -317,22 +318,20 @@ class Chains:
         users: dict[str, list[str]] = {}
         self.distance: dict[str, int] = {}
         queue: deque[str] = deque()
-        follow = starts is not None  # else every variable, each once
-        stack = [var for var in starts if var in reasons] if follow else list(reasons)
+        stack = [var for var in (reasons if starts is None else starts) if var in reasons]
         visited: set[str] = set()
         while stack:
             var = stack.pop()
-            if follow:
-                if var in visited:
-                    continue
-                visited.add(var)
+            if var in visited:
+                continue
+            visited.add(var)
             terminal = False
             for reason in reasons[var]:
                 if reason[0] != chained:
                     terminal = True
                     continue
                 users.setdefault(reason[1], []).append(var)
-                if follow and reason[1] in reasons and reason[1] not in visited:
+                if reason[1] in reasons and reason[1] not in visited:
                     stack.append(reason[1])
             if terminal:
                 self.distance[var] = 0
