@@ -273,11 +273,22 @@ def _reasons(result: KernelResult) -> dict[str, list[tuple[str, str]]]:
 def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "operand"
                    ) -> tuple[list[str], tuple | None]:
     """The shortest chain start → … → v over `chained` reasons ending at v's terminal one."""
+    found = _search(start, reasons, chained, None)
+    assert found is not None  # no budget, no giving up
+    return found[0], found[1]
+
+
+def _search(start: str, reasons: dict[str, list[tuple]], chained: str, budget: int | None
+            ) -> tuple[list[str], tuple | None, int] | None:
+    """`shortest_chain` and how many variables its breadth-first search visited; None when
+    it would visit more than `budget`."""
     parent: dict[str, str | None] = {start: None}
     queue = deque([start])
     while queue:
+        if budget is not None and len(parent) > budget:
+            return None
         var = queue.popleft()
-        for reason in reasons.get(var, []):
+        for reason in reasons.get(var, ()):
             if reason[0] == chained:
                 origin = reason[1]
                 if origin not in parent:
@@ -287,8 +298,8 @@ def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "
             path = [var]
             while parent[path[-1]] is not None:
                 path.append(parent[path[-1]])
-            return list(reversed(path)), reason
-    return [start], None
+            return list(reversed(path)), reason, len(parent)
+    return [start], None, len(parent)
 
 
 # Variables a finding's explanation shows before it abbreviates a long chain (in a kernel
@@ -296,29 +307,64 @@ def shortest_chain(start: str, reasons: dict[str, list[tuple]], chained: str = "
 # the report quadratic in the kernel).
 CHAIN_SHOWN = 40
 
+# The searches from the starts of `Chains` may visit this many times the variables with
+# reasons, all together, before the one pass over what the starts reach takes over.
+SEARCH_BUDGET = 2
+
 
 class Chains:
-    """Every variable's explanation chain from one pass over the reasons (linear in them).
+    """Every variable's explanation chain in work linear in the reasons.
 
     `chain(v)` equals `shortest_chain(v, reasons)`: a breadth-first search from each
-    variable would make a report with one finding per branch quadratic. The distance of
-    every variable to its nearest terminal (non-`chained`) reason comes from one search
-    backwards from all terminals; a chain then follows, from each variable, its first
-    `chained` reason one step closer, which is the path the search from it finds first.
-    Given `starts` (the variables whose chains will be asked for; default: every one),
-    only the variables their `chained` reasons reach are searched: every chain from a
-    start stays among them, and a report's branch conditions reach a fraction of a large
-    kernel's variables.
+    variable would make a report with one finding per branch quadratic. Given `starts`
+    (the variables whose chains a report shows: its divergent branches' conditions), each
+    start is first searched on its own: a condition sits a few steps from its sources, so
+    these searches visit a small part of a large kernel, in less memory than a pass over
+    it. When they visit more than `SEARCH_BUDGET` times the variables with reasons in all
+    (long chains shared by many starts), or without `starts`, one pass answers instead:
+    the distance of every variable to its nearest terminal (non-`chained`) reason comes
+    from one search backwards from all terminals, and a chain follows, from each
+    variable, its first `chained` reason one step closer, which is the path the search
+    from it finds first. Given `starts`, that pass covers only the variables their
+    `chained` reasons reach: every chain from a start stays among them.
     """
 
     def __init__(self, reasons: dict[str, list[tuple]], chained: str = "operand",
                  starts: Iterable[str] | None = None) -> None:
         self.reasons = reasons
         self.chained = chained
-        users: dict[str, list[str]] = {}
         self.distance: dict[str, int] = {}
+        self._ends: dict[str, str] = {}
+        # Chains found by a search of their own, by start; what the one pass measured
+        # (None: it did not run).
+        self.searched: dict[str, tuple[list[str], tuple | None]] = {}
+        self.measured: set[str] | None = None
+        searched = None if starts is None else self._search_each(starts := list(starts))
+        if searched is None:
+            self._measure(reasons if starts is None else starts)
+        else:
+            self.searched = searched
+
+    def _search_each(self, starts: list[str]) -> dict | None:
+        """Each start's chain from its own search; None past the budget."""
+        budget = SEARCH_BUDGET * len(self.reasons)
+        searched: dict[str, tuple[list[str], tuple | None]] = {}
+        for start in starts:
+            if start in searched:
+                continue
+            found = _search(start, self.reasons, self.chained, budget)
+            if found is None:
+                return None
+            searched[start] = found[0], found[1]
+            budget -= found[2]
+        return searched
+
+    def _measure(self, starts: Iterable[str]) -> None:
+        """The distance to the nearest terminal of every variable the starts reach."""
+        reasons, chained = self.reasons, self.chained
+        users: dict[str, list[str]] = {}
         queue: deque[str] = deque()
-        stack = [var for var in (reasons if starts is None else starts) if var in reasons]
+        stack = [var for var in starts if var in reasons]
         visited: set[str] = set()
         while stack:
             var = stack.pop()
@@ -336,13 +382,13 @@ class Chains:
             if terminal:
                 self.distance[var] = 0
                 queue.append(var)
+        self.measured = visited
         while queue:
             var = queue.popleft()
             for user in users.get(var, ()):
                 if user not in self.distance:
                     self.distance[user] = self.distance[var] + 1
                     queue.append(user)
-        self._ends: dict[str, str] = {}
 
     def _next(self, var: str) -> str:
         """The first `chained` origin of `var` one step closer to a terminal."""
@@ -350,8 +396,22 @@ class Chains:
         return next(reason[1] for reason in self.reasons[var]
                     if reason[0] == self.chained and self.distance.get(reason[1]) == closer)
 
+    def _by_search(self, start: str) -> bool:
+        """Whether `start`'s chain comes from a search of its own: the starts' searches
+        answered, or it is a variable with reasons that the one pass did not measure."""
+        return self.measured is None or (start not in self.measured and start in self.reasons)
+
+    def _searched(self, start: str) -> tuple[list[str], tuple | None]:
+        """`start`'s chain from its own search (done now if it was not a start)."""
+        if start not in self.searched:
+            self.searched[start] = shortest_chain(start, self.reasons, self.chained)
+        return self.searched[start]
+
     def chain(self, start: str) -> tuple[list[str], tuple | None]:
         """The shortest chain start → … → v and v's terminal reason (None: no terminal)."""
+        if self._by_search(start):
+            path, terminal = self._searched(start)
+            return list(path), terminal
         if start not in self.distance:
             return [start], None
         path = [start]
@@ -362,9 +422,11 @@ class Chains:
 
     def end(self, start: str) -> str:
         """The last variable of `chain(start)` (memoised: linear over all variables)."""
+        if self._by_search(start):
+            return self._searched(start)[0][-1]
         walked = []
         var = start
-        while var not in self._ends and self.distance[var] > 0:
+        while var not in self._ends and self.distance.get(var, 0) > 0:
             walked.append(var)
             var = self._next(var)
         last = self._ends.get(var, var)
@@ -376,6 +438,11 @@ class Chains:
     def shown(self, start: str, limit: int) -> tuple[list[str], int, tuple | None]:
         """At most `limit` leading variables of `chain(start)`, how many more it has before
         its last variable (which ends the list), and the terminal reason (None: none)."""
+        if self._by_search(start):
+            path, terminal = self._searched(start)
+            if len(path) <= limit + 1:
+                return list(path), 0, terminal
+            return [*path[:limit], path[-1]], len(path) - limit - 1, terminal
         if start not in self.distance:
             return [start], 0, None
         length = self.distance[start] + 1

@@ -10,6 +10,7 @@ import pytest
 import gpudiv
 from gpudiv.analyses.findings import (
     KINDS,
+    SEARCH_BUDGET,
     BraUniDivergent,
     DivergentBranch,
     _fingerprint,
@@ -175,13 +176,18 @@ def test_a_kernel_looks_each_source_path_up_once(monkeypatch):
     assert sorted(asked) == sorted(recorded)
 
 
-def test_chains_equal_one_search_per_variable():
+@pytest.mark.parametrize("budget", [SEARCH_BUDGET, 0], ids=["searches", "one-pass"])
+def test_chains_equal_one_search_per_variable(monkeypatch, budget):
     """`Chains` (one pass) finds the chain a breadth-first search from each variable finds,
-    and so does `Chains` searching only from some starts."""
+    and so does `Chains` given some starts, whether their own searches answer or (no
+    budget) the pass over what they reach."""
     import random
 
+    from gpudiv.analyses import findings
     from gpudiv.analyses.findings import Chains, shortest_chain
+    monkeypatch.setattr(findings, "SEARCH_BUDGET", budget)
     rng = random.Random(16)
+    answered = 0  # how many times the starts' own searches answered
     for _ in range(200):
         names = [f"v{i}" for i in range(rng.randint(1, 9))]
         reasons = {}
@@ -193,21 +199,62 @@ def test_chains_equal_one_search_per_variable():
         chains = Chains(reasons)
         starts = rng.sample(names, rng.randint(1, len(names)))
         reached = Chains(reasons, starts=starts)
+        answered += reached.measured is None
         for name in names:
             assert chains.chain(name) == shortest_chain(name, reasons), (name, reasons)
-        for name in starts:
+            assert chains.end(name) == chains.chain(name)[0][-1]
+        for name in starts + names:  # any variable, a start or not
             assert reached.chain(name) == chains.chain(name), (name, starts, reasons)
             assert reached.shown(name, 2) == chains.shown(name, 2), (name, starts, reasons)
+            assert reached.end(name) == chains.end(name)
+    assert answered > 150 if budget else answered == 0
 
 
-def test_chains_from_starts_search_only_what_the_starts_reach():
-    """Given the branch conditions, the chains search none of the unrelated variables."""
+class _Recorded(dict):
+    """A dict of reasons that records which variables were looked up."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.asked: set[str] = set()
+
+    def get(self, key, default=None):
+        self.asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.asked.add(key)
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize("budget", [SEARCH_BUDGET, 0], ids=["searches", "one-pass"])
+def test_chains_from_starts_search_only_what_the_starts_reach(monkeypatch, budget):
+    """Given the branch conditions, the chains look at none of the unrelated variables."""
+    from gpudiv.analyses import findings
     from gpudiv.analyses.findings import Chains
-    reasons = {"p": [("operand", "a")], "a": [("operand", "b"), ("source", "a")],
-               "b": [("source", "b")], "x": [("operand", "y")], "y": [("source", "y")]}
+    monkeypatch.setattr(findings, "SEARCH_BUDGET", budget)
+    reasons = _Recorded({"p": [("operand", "a")], "a": [("operand", "b"), ("source", "a")],
+                         "b": [("source", "b")], "x": [("operand", "y")],
+                         "y": [("source", "y")]})
     chains = Chains(reasons, starts=["p"])
-    assert chains.distance == {"p": 1, "a": 0, "b": 0}
     assert chains.chain("p") == (["p", "a"], ("source", "a"))
+    assert reasons.asked <= {"p", "a", "b"}
+    if budget:
+        assert chains.searched == {"p": (["p", "a"], ("source", "a"))}
+    else:
+        assert chains.measured == {"p", "a", "b"} and chains.distance == {"p": 1, "a": 0, "b": 0}
+
+
+def test_chains_shared_by_many_starts_take_one_pass():
+    """Starts along one long chain would search it once each (quadratic): past the budget
+    the one pass answers, with the same chains."""
+    from gpudiv.analyses.findings import Chains, shortest_chain
+    reasons = {f"v{i}": [("operand", f"v{i + 1}")] for i in range(100)}
+    reasons["v100"] = [("source", "tid")]
+    starts = [f"v{i}" for i in range(101)]
+    chains = Chains(reasons, starts=starts)
+    assert chains.measured == set(reasons) and not chains.searched
+    assert all(chains.chain(s) == shortest_chain(s, reasons) for s in starts)
+    assert Chains(reasons, starts=["v90", "v95"]).measured is None
 
 
 def test_findings_work_is_linear_in_the_kernel():
