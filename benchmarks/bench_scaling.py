@@ -231,13 +231,11 @@ def measure_size(what: list[str], args: argparse.Namespace) -> list[dict]:
     return runs
 
 
-def measure_rounds(jobs: list[list[str]], args: argparse.Namespace) -> list[dict]:
-    """One row per job: `measure_size` in each of `--rounds` rounds, the first in the
-    jobs' order and each later one in a shuffled order (a slow spell of a shared machine
-    then falls on different sizes in each round). Each round gives a job the median row
-    of its runs; `--statistic` combines the rounds' rows (each size has one per round,
-    whatever its number of runs: the least of 40 small runs would be lower than the
-    least of 3 large ones by chance alone)."""
+def measure_rounds(jobs: list[list[str]], args: argparse.Namespace) -> list[list[dict]]:
+    """Per job, its row of each round: `measure_size` in each of `--rounds` rounds, the
+    first in the jobs' order and each later one in a shuffled order (a slow spell of a
+    shared machine then falls on different sizes in each round). A job's row of a round
+    is the median of its runs; `combined_rounds` makes one row of a job's rounds."""
     rounds: list[list[dict]] = [[] for _ in jobs]
     order = list(range(len(jobs)))
     shuffler = random.Random(16)
@@ -249,12 +247,14 @@ def measure_rounds(jobs: list[list[str]], args: argparse.Namespace) -> list[dict
             row = rounds[index][-1]
             print(f"{' '.join(jobs[index][1:])}: {row['total']:.0f} ms ({row['runs']} runs)",
                   file=sys.stderr, flush=True)
-    return [combined_rounds(rows, args.statistic) for rows in rounds]
+    return rounds
 
 
 def combined_rounds(rows: list[dict], statistic: str) -> dict:
-    """The rows of one job's rounds as one: each stage's median (or least) over the rounds,
-    and the runs of all rounds."""
+    """The rows of one job's rounds as one: each stage's median (or least, `--statistic
+    min`) over the rounds, and the runs of all rounds. Each size has one row per round,
+    whatever its number of runs: the least of 40 small runs would be lower than the least
+    of 3 large ones by chance alone."""
     combine = min if statistic == "min" else statistics.median
     row = dict(rows[0])
     for stage in STAGES:
@@ -272,8 +272,27 @@ def sample_files(named: list[str]) -> list[str]:
             for p in sorted((ROOT / "samples" / folder).glob("*.ptx"))]
 
 
-def print_table(rows: list[dict], fits: dict, floor: float) -> None:
-    """The stage table and the exponents, aligned."""
+def round_exponents(rounds: list[list[dict]], floor: float) -> list[dict]:
+    """`exponents` of each round on its own (`rounds`: per job, its row of each round)."""
+    return [exponents([job[k] for job in rounds], floor) for k in range(len(rounds[0]))]
+
+
+def exponent_ranges(by_round: list[dict]) -> dict[str, dict[str, tuple[float, float] | None]]:
+    """Per group and column, the least and the greatest exponent of the rounds' fits."""
+    ranges: dict[str, dict[str, tuple[float, float] | None]] = {}
+    for group, columns in by_round[0].items():
+        ranges[group] = {}
+        for column in columns:
+            values = [fits[group][column] for fits in by_round
+                      if fits[group][column] is not None]
+            ranges[group][column] = (min(values), max(values)) if values else None
+    return ranges
+
+
+def print_table(rows: list[dict], fits: dict, floor: float,
+                ranges: dict | None = None) -> None:
+    """The stage table and the exponents, aligned; with `ranges`, the least and greatest
+    exponent of the rounds fitted one by one."""
     heads = ("shape", "instrs", "blocks", *STAGES, "total", "µs/instr", "atoms", "runs")
     table = [[r["shape"], str(r["instructions"]), str(r["blocks"]),
               *(f"{r[s]:.1f}" for s in (*STAGES, "total")),
@@ -285,6 +304,11 @@ def print_table(rows: list[dict], fits: dict, floor: float) -> None:
     fit_rows = [[group, *("-" if e is None else f"{e:.2f}" for e in per.values())]
                 for group, per in fits.items()]
     _aligned([("shape", *fitted_columns(rows)), *fit_rows])
+    if ranges:
+        print("\neach round fitted on its own: least and greatest exponent over the rounds")
+        _aligned([("shape", *fitted_columns(rows)),
+                  *([group, *("-" if r is None else f"{r[0]:.2f}-{r[1]:.2f}"
+                              for r in per.values())] for group, per in ranges.items())])
 
 
 def _aligned(rows: list) -> None:
@@ -337,14 +361,17 @@ def main(argv: list[str] | None = None) -> int:
     jobs = ([["--child-file", path] for path in sample_files(args.samples)]
             if args.samples is not None else
             [["--child", shape, str(size)] for shape in args.shapes for size in args.sizes])
-    rows = measure_rounds(jobs, args)
+    rounds = measure_rounds(jobs, args)
+    rows = [combined_rounds(job, args.statistic) for job in rounds]
     if args.samples is not None:
         rows.sort(key=lambda r: (r["group"], r["instructions"]))
     fits = exponents(rows, args.floor)
+    ranges = exponent_ranges(round_exponents(rounds, args.floor)) if args.rounds > 1 else None
     if args.json:
-        print(json.dumps({"rows": rows, "exponents": fits}, indent=1))
+        print(json.dumps({"rows": rows, "exponents": fits, "exponent_ranges": ranges},
+                         indent=1))
     else:
-        print_table(rows, fits, args.floor)
+        print_table(rows, fits, args.floor, ranges)
     return 0
 
 

@@ -116,11 +116,20 @@ def test_scaling_rounds_measure_every_size_in_each_round_and_keep_the_least(monk
     monkeypatch.setattr(bench_scaling, "measure_size", fake_size)
     jobs = [["--child", "s", str(n)] for n in (1000, 10_000, 100_000)]
     args = argparse.Namespace(rounds=3, statistic="min")
-    rows = bench_scaling.measure_rounds(jobs, args)
+    rounds = bench_scaling.measure_rounds(jobs, args)
+    rows = [bench_scaling.combined_rounds(job, "min") for job in rounds]
     assert measured[:3] == ["1000", "10000", "100000"] and len(measured) == 9
     assert sorted(measured[3:6]) == sorted(measured[:3])  # each size once per round
     assert [r["runs"] for r in rows] == [60, 3, 3]
     assert [r["parse"] for r in rows] == [10.0, 100.0, 1000.0]  # the slow spell left out
+    # Each round fitted on its own: the slow spell fell on all sizes of the first round
+    # alike, so every round fits 1; a round where only the largest size is slow fits more.
+    ranges = bench_scaling.exponent_ranges(bench_scaling.round_exponents(rounds, 1.0))
+    assert [round(x, 6) for x in ranges["s"]["parse"]] == [1.0, 1.0]
+    rounds[2][2] = {**rounds[2][2], "parse": 2 * rounds[2][2]["parse"]}
+    least, greatest = bench_scaling.exponent_ranges(
+        bench_scaling.round_exponents(rounds, 1.0))["s"]["parse"]
+    assert round(least, 6) == 1.0 and greatest > 1.1
     assert round(bench_scaling.exponents(rows, 1.0)["s"]["parse"], 6) == 1.0
 
 
