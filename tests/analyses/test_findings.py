@@ -257,6 +257,21 @@ def test_chains_shared_by_many_starts_take_one_pass():
     assert Chains(reasons, starts=["v90", "v95"]).measured is None
 
 
+def test_one_search_far_beyond_its_share_gives_up_early():
+    """A condition whose chain crosses the kernel among many short ones: its search would
+    stay under the budget of all, but not under its share of it; the pass answers."""
+    from gpudiv.analyses.findings import SEARCH_BUDGET, SEARCH_SHARE, Chains
+    reasons = {f"v{i}": [("operand", f"v{i + 1}")] for i in range(100)}
+    reasons["v100"] = [("source", "tid")]
+    reasons.update({f"w{i}": [("source", "tid")] for i in range(20)})
+    starts = [f"w{i}" for i in range(20)] + ["v0"]
+    assert 20 + 101 < SEARCH_BUDGET * len(reasons)  # the budget of all would allow it
+    assert 101 > SEARCH_SHARE * SEARCH_BUDGET * len(reasons) // len(starts)
+    chains = Chains(reasons, starts=starts)
+    assert chains.measured is not None and chains.chain("v0")[0][-1] == "v100"
+    assert Chains(reasons, starts=starts[:-1]).measured is None
+
+
 def test_findings_work_is_linear_in_the_kernel():
     """Explanations were computed per finding over the whole kernel (quadratic on a nest of
     divergent ifs); doubling the nest now doubles the work."""
