@@ -322,8 +322,9 @@ class Chains:
     (the variables whose chains a report shows: its divergent branches' conditions), each
     start is first searched on its own: a condition sits a few steps from its sources, so
     these searches visit a small part of a large kernel, in less memory than a pass over
-    it. When they visit more than `SEARCH_BUDGET` times the variables with reasons in all
-    (long chains shared by many starts), or without `starts`, one pass answers instead:
+    it. When they visit more than `SEARCH_BUDGET` times the variables with reasons in all,
+    or one of them more than `SEARCH_SHARE` times its share of that (long chains shared by
+    many starts), or without `starts`, one pass answers instead:
     the distance of every variable to its nearest terminal (non-`chained`) reason comes
     from one search backwards from all terminals, and a chain follows, from each
     variable, its first `chained` reason one step closer, which is the path the search
