@@ -182,6 +182,26 @@ class Control:
         finally:
             _check(lib.clingo_backend_end(backend))
 
+    def add_atoms(self, symbols: Iterable[int]) -> None:
+        """Add ground atoms given as clingo symbol ids (from another run's model) as facts
+        through the backend: the same symbols, constants and strings as they were."""
+        ffi, lib = library()
+        pointer = ffi.new("clingo_backend_t**")
+        _check(lib.clingo_control_backend(self._rep, pointer))
+        backend = pointer[0]
+        _check(lib.clingo_backend_begin(backend))
+        try:
+            atom, add_atom, rule, null = (ffi.new("clingo_atom_t*"), lib.clingo_backend_add_atom,
+                                          lib.clingo_backend_rule, ffi.NULL)
+            symbol = ffi.new("clingo_symbol_t*")
+            for value in symbols:
+                symbol[0] = value
+                if not (add_atom(backend, symbol, atom)
+                        and rule(backend, False, atom, 1, null, 0)):
+                    _check(False)
+        finally:
+            _check(lib.clingo_backend_end(backend))
+
     def ground(self) -> None:
         """Ground the `base` part."""
         ffi, lib = library()

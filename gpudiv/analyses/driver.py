@@ -22,6 +22,7 @@ from gpudiv import ir
 from gpudiv.analyses.copies import Folding, plain_copies, unfold
 from gpudiv.analyses.facts import RELATIONS, facts_of
 from gpudiv.analyses.launch_shape import BlockShape, kernel_shape
+from gpudiv.analyses.partition import may_cut, partitioned, plan, solve_in_parts
 from gpudiv.analyses.results import KernelResult
 from gpudiv.analyses.solve import (
     NAMESPACE_MARK,
@@ -302,7 +303,8 @@ class Analysis(Record, frozen=True):
                                     folding=plain_copies(ssa) if self.fold_copies else None)
             report("preparing", i + 1, len(kernels))
         if len(prepared) > 1 and self.shares_runs:
-            for group in _groups(prepared, self.relations):
+            in_parts = partitioned(self.rule_files) and self.budget is None
+            for group in _groups(prepared, self.relations, in_parts):
                 solved = self._solve_together({i: prepared[i].facts for i in group})
                 for i, own in (solved or {}).items():
                     results[i] = self._result(prepared[i], own)
@@ -326,10 +328,21 @@ class Analysis(Record, frozen=True):
         p.facts, p.timing["facts"] = timed_facts(p.ssa, relations=self.relations,
                                                  shape=p.shape, folding=p.folding)
         try:
-            return self._result(p, solve(list(self.rule_files), p.facts, self.extra,
-                                         budget=self.budget, hide=UNREAD_RELATIONS))
+            return self._result(p, self._in_parts(p) or solve(
+                list(self.rule_files), p.facts, self.extra, budget=self.budget,
+                hide=UNREAD_RELATIONS))
         except RuleError as error:
             return error
+
+    def _in_parts(self, p: _Prepared) -> SolveResult | None:
+        """The kernel grounded in parts (`gpudiv.analyses.partition`); None when it is
+        small or its rules or its shape do not allow it."""
+        if self.budget is not None or not partitioned(self.rule_files):
+            return None
+        the_plan = plan(p.ssa, p.facts)
+        if the_plan is None:
+            return None
+        return solve_in_parts(list(self.rule_files), the_plan, self.extra, UNREAD_RELATIONS)
 
     def _result(self, p: _Prepared, solved: SolveResult) -> KernelResult:
         if p.folding:
@@ -348,15 +361,16 @@ def _separable(ssa: SSAForm) -> bool:
     return not any(NAMESPACE_MARK in name for name in names)
 
 
-def _groups(prepared: dict[int, _Prepared], relations: frozenset[str] | None
-            ) -> list[list[int]]:
+def _groups(prepared: dict[int, _Prepared], relations: frozenset[str] | None,
+            in_parts: bool = False) -> list[list[int]]:
     """Write the facts of every kernel that can share a run, with its index as namespace,
     and cut those kernels into groups of at most `JOINT_FACTS_LIMIT` facts
-    (a larger kernel is a group alone)."""
+    (a larger kernel is a group alone; with `in_parts`, one that may be grounded in parts
+    is left to be solved alone)."""
     groups: list[list[int]] = []
     size = 0
     for i, p in prepared.items():
-        if not _separable(p.ssa):
+        if not _separable(p.ssa) or (in_parts and may_cut(p.ssa)):
             continue
         p.facts, p.timing["facts"] = timed_facts(p.ssa, namespace(i), relations, p.shape,
                                                  p.folding)

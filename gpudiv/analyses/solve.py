@@ -362,9 +362,11 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
                       show: list[tuple[str, int]] | None,
                       known: set[tuple[str, int]] | None,
                       hide: Signatures = frozenset(),
-                      options: tuple[str, ...] = (), facts: list[tuple] = ()) -> SolveResult:
+                      options: tuple[str, ...] = (), facts: list[tuple] = (),
+                      atoms: list[int] = ()) -> SolveResult:
     """One clingo run: the shown symbols of the final model, times and counts (see
-    `solve`); `facts` go in through clingo's backend after the program text."""
+    `solve`); `facts` (tuples) and `atoms` (clingo symbol ids) go in as facts through
+    clingo's backend after the program text."""
     messages: list[str] = []
     undefined: list[str] = []
 
@@ -375,12 +377,13 @@ def _ground_and_solve(rule_files: list[Path | str], program: str,
     with Control([*(["--warn=none"] if quiet else []), *options], logger,
                  20 if quiet else 1000) as control:
         return _run(control, rule_files, program, facts, show, known, hide, messages,
-                    undefined)
+                    undefined, atoms)
 
 
 def _run(control: Control, rule_files: list[Path | str], program: str, facts: list[tuple],
          show: list[tuple[str, int]] | None, known: set[tuple[str, int]] | None,
-         hide: Signatures, messages: list[str], undefined: list[str]) -> SolveResult:
+         hide: Signatures, messages: list[str], undefined: list[str],
+         atoms: list[int] = ()) -> SolveResult:
     """`_ground_and_solve` on a new control object whose logger fills `messages` and
     `undefined`."""
     # Errors stop; infos (e.g. "operation undefined", which the affine rules rely on for
@@ -391,6 +394,8 @@ def _run(control: Control, rule_files: list[Path | str], program: str, facts: li
         control.add(program)
         if facts:
             control.add_facts(facts)
+        if atoms:
+            control.add_atoms(atoms)
         if show is not None:
             control.add("".join(f"#show {n}/{a}.\n" for n, a in show))
     except RuntimeError as error:
