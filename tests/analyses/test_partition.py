@@ -29,8 +29,9 @@ def kernel_of(text: str, path: str, language: str):
     return program.kernels[-1]
 
 
-def solved_both_ways(analysis, kernel, part_facts: int):
-    """(atoms grounded whole, atoms grounded in parts or None when no plan) by predicate."""
+def solved_both_ways(analysis, kernel, part_facts: int, fork: bool | None = None):
+    """(atoms grounded whole, atoms grounded in parts or None when no plan, the number of
+    parts) by predicate; the parts in child processes or not (`fork`)."""
     ssa, _ = prepare(kernel)
     facts, _ = timed_facts(ssa, relations=analysis.relations, folding=plain_copies(ssa))
     files, hide = list(analysis.rule_files), driver.UNREAD_RELATIONS
@@ -38,7 +39,7 @@ def solved_both_ways(analysis, kernel, part_facts: int):
     the_plan = plan(ssa, facts, part_facts)
     if the_plan is None:
         return _sorted(whole.atoms), None, 0
-    parts = solve_in_parts(files, the_plan, analysis.extra, hide)
+    parts = solve_in_parts(files, the_plan, analysis.extra, hide, fork)
     assert parts is not None
     return _sorted(whole.atoms), _sorted(parts.atoms), len(the_plan.facts)
 
@@ -173,7 +174,8 @@ def test_random_programs_cut_at_every_place_give_the_whole_answer(count):
     cut = 0
     for i, kernel in enumerate(_random_kernels(count)):
         for name in DIVERGENCE:
-            whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 1 + i % 3 * 7)
+            whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 1 + i % 3 * 7,
+                                                      fork=i % 2 == 1)
             if parts is not None:
                 assert parts == whole, (i, name)
                 cut += how_many > 2
@@ -194,7 +196,8 @@ def test_generated_kernels_in_parts_give_the_whole_answer(shape):
     spec.loader.exec_module(inputs)
     kernel = kernel_of(getattr(inputs, shape)(400), f"{shape}.ptx", "ptx")
     for name in DIVERGENCE:
-        whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 300)
+        whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 300,
+                                                  fork=name != "affine")
         assert parts == whole, name
         assert how_many >= 3, name
 
@@ -222,3 +225,23 @@ def test_the_driver_grounds_a_large_kernel_in_parts_with_the_same_results(monkey
                         lambda *a, **k: runs.append(1) or original(*a, **k))
     assert [observable(r) for r in analysis.run(kernels)] == whole
     assert runs
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_part_that_fails_leaves_the_kernel_to_a_whole_run(monkeypatch, fork):
+    kernel = kernel_of(DIAMONDS, "diamonds.musimd", "musimd")
+    analysis = ANALYSES["affine2"]
+    ssa, _ = prepare(kernel)
+    facts, _ = timed_facts(ssa, relations=analysis.relations, folding=plain_copies(ssa))
+    the_plan = plan(ssa, facts, 1)
+
+    def failing(*_args):
+        raise partition.RuleError("error: no")
+
+    monkeypatch.setattr(partition, "_solve_part", failing)
+    assert solve_in_parts(list(analysis.rule_files), the_plan, analysis.extra,
+                          driver.UNREAD_RELATIONS, fork) is None
+    monkeypatch.setattr(partition, "PART_FACTS", 1)
+    whole = observable(analysis.run([kernel])[0])
+    monkeypatch.undo()
+    assert whole == observable(analysis.run([kernel])[0])
