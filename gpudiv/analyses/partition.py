@@ -49,7 +49,6 @@ from collections import Counter, defaultdict
 from functools import lru_cache
 
 from gpudiv.analyses.atoms import AtomReader
-from gpudiv.analyses.clingo_lib import parse_term, symbol_text
 from gpudiv.analyses.solve import (
     _SHOW_LINE,
     RuleError,
@@ -328,109 +327,55 @@ def _export_program(paths: tuple[str, ...], hide: Signatures
     return "".join(text), frozenset(shown)
 
 
-class _Part(Record):
-    """What one part's run gives back: its statistics, the shown atoms about the entities
-    it owns, and the atoms it exports (as text: a child's symbol ids mean nothing in its
-    parent), by entity."""
-
-    ground_ms: float
-    solve_ms: float
-    atom_count: int
-    rule_count: int
-    atoms: list[tuple[str, tuple]]
-    exported: dict[str, list[str]]
-
-    def __init__(self, ground_ms: float, solve_ms: float, atom_count: int, rule_count: int,
-                       atoms: list[tuple[str, tuple]], exported: dict[str, list[str]]) -> None:
-        self.ground_ms = ground_ms
-        self.solve_ms = solve_ms
-        self.atom_count = atom_count
-        self.rule_count = rule_count
-        self.atoms = atoms
-        self.exported = exported
-
-
-def _solve_part(rule_files: list[Path | str], program: str, hide: Signatures,
-                the_plan: Plan, part: int, imported_atoms: list[str],
-                shown: frozenset[tuple[str, int]]) -> _Part | None:
-    """Ground and solve one part with the atoms it imports (as text); None when a shown
-    atom is not plain or names no entity (only a whole run can answer then)."""
-    imported = the_plan.imports[part]
-    facts = the_plan.facts[part] + [f for name in imported for f in the_plan.plain.get(name, ())]
-    wanted = the_plan.exports[part]
-    facts += [(EXPORT, name) for name in wanted]
-    run = _ground_and_solve(rule_files, program, None, None, hide, (), facts,
-                            [parse_term(text) for text in imported_atoms])
-    owner = the_plan.owner
-    mine: list[tuple[str, tuple]] = []
-    exported: dict[str, list[str]] = defaultdict(list)
-    # (an atom both shown and exported is in the model twice)
-    symbols = list(dict.fromkeys(run.symbol_ids)) if wanted else run.symbol_ids
-    for symbol, atom in zip(symbols, AtomReader().read(symbols), strict=True):
-        if atom is None:
-            return None
-        name, arguments = atom
-        first = arguments[0] if arguments else None
-        if first in wanted:
-            exported[first].append(symbol_text(symbol))
-        if (name, len(arguments)) not in shown:
-            continue
-        if owner.get(first) is None:
-            return None  # a shown atom about no entity: only a whole run knows it
-        if owner[first] == part:
-            mine.append(atom)
-    return _Part(run.ground_ms, run.solve_ms, run.atom_count, run.rule_count, mine,
-                 dict(exported))
-
-
-def _in_child(work):
-    """`work()` in a forked child (`gpudiv.analyses.forked`): clingo interns every symbol
-    for the life of a process, and a process that grounded many parts grounded each next
-    one more slowly (311 → 695 ms from the first to the twentieth of 20 equal parts of a
-    100,000-instruction kernel; 362–412 ms each in children). None when the child fails."""
-    from gpudiv.analyses.forked import run_in_child
-
-    outcomes: list = []
-    run_in_child(0, 1, lambda _: work(), None, lambda _, outcome: outcomes.append(outcome))
-    return outcomes[0] if outcomes else None
-
-
 def solve_in_parts(rule_files: list[Path | str], the_plan: Plan, extra: str,
-                   hide: Signatures, fork: bool | None = None) -> SolveResult | None:
+                   hide: Signatures) -> SolveResult | None:
     """Ground and solve the parts of a plan one after another (see the module's
-    docstring), each in a child process where the platform can fork (`fork`: None) or
-    when `fork` says so; the shown atoms of the entities each part owns, as `solve`
-    gives them for the whole kernel (without `symbol_ids`). None when the rule files'
-    heads cannot be exported or a part fails (a whole run then answers, or reports the
-    error)."""
+    docstring); the shown atoms of the entities each part owns, as `solve` gives them for
+    the whole kernel. None when the rule files' heads cannot be exported or a part fails
+    (a whole run then answers, or reports the error).
+
+    All parts run in this process. Grounding each in a forked child kept its time
+    constant (clingo keeps every symbol for the life of a process, and the twentieth of
+    twenty equal parts took 695 ms here against 311 ms for the first), but the children's
+    page faults and copies cost more than that saved: 50.6 s against 42.6 s for the whole
+    analysis of 200,009 straight-line instructions (benchmarks/README.md)."""
     exporting = _export_program(tuple(str(p) for p in rule_files), hide)
     if exporting is None:
         return None
     export_text, shown = exporting
     program = extra + export_text
-    if fork is None:
-        from gpudiv.analyses.forked import can_fork
-
-        fork = can_fork()
     result = SolveResult()
-    exported: dict[str, list[str]] = {}
-    for part in range(len(the_plan.facts)):
-        imported = [a for name in the_plan.imports[part] for a in exported.get(name, ())]
-
-        def work(part=part, imported=imported) -> _Part | None:
-            return _solve_part(rule_files, program, hide, the_plan, part, imported, shown)
-
+    exported: dict[str, list[int]] = defaultdict(list)
+    reader = AtomReader()
+    owner = the_plan.owner
+    for part, own in enumerate(the_plan.facts):
+        imported = the_plan.imports[part]
+        facts = own + [f for name in imported for f in the_plan.plain.get(name, ())]
+        facts += [(EXPORT, name) for name in the_plan.exports[part]]
+        atoms = [a for name in imported for a in exported.get(name, ())]
         try:
-            outcome = _in_child(work) if fork else work()
+            run = _ground_and_solve(rule_files, program, None, None, hide, (), facts, atoms)
         except RuleError:
-            return None
-        if outcome is None:
-            return None
-        result.ground_ms += outcome.ground_ms
-        result.solve_ms += outcome.solve_ms
-        result.atom_count += outcome.atom_count
-        result.rule_count += outcome.rule_count
-        for name, arguments in outcome.atoms:
-            result.atoms[name].append(arguments)
-        exported.update(outcome.exported)
+            return None  # a whole run reports it, against the kernel
+        result.ground_ms += run.ground_ms
+        result.solve_ms += run.solve_ms
+        result.atom_count += run.atom_count
+        result.rule_count += run.rule_count
+        wanted = the_plan.exports[part]
+        # (an atom both shown and exported is in the model twice)
+        symbols = list(dict.fromkeys(run.symbol_ids)) if wanted else run.symbol_ids
+        for symbol, atom in zip(symbols, reader.read(symbols), strict=True):
+            if atom is None:
+                return None
+            name, arguments = atom
+            first = arguments[0] if arguments else None
+            if first in wanted:
+                exported[first].append(symbol)
+            if (name, len(arguments)) not in shown:
+                continue
+            if owner.get(first) is None:
+                return None  # a shown atom about no entity: only a whole run knows it
+            if owner[first] == part:
+                result.atoms[name].append(arguments)
+                result.symbol_ids.append(symbol)
     return result

@@ -29,9 +29,9 @@ def kernel_of(text: str, path: str, language: str):
     return program.kernels[-1]
 
 
-def solved_both_ways(analysis, kernel, part_facts: int, fork: bool | None = None):
+def solved_both_ways(analysis, kernel, part_facts: int):
     """(atoms grounded whole, atoms grounded in parts or None when no plan, the number of
-    parts) by predicate; the parts in child processes or not (`fork`)."""
+    parts) by predicate."""
     ssa, _ = prepare(kernel)
     facts, _ = timed_facts(ssa, relations=analysis.relations, folding=plain_copies(ssa))
     files, hide = list(analysis.rule_files), driver.UNREAD_RELATIONS
@@ -39,7 +39,7 @@ def solved_both_ways(analysis, kernel, part_facts: int, fork: bool | None = None
     the_plan = plan(ssa, facts, part_facts)
     if the_plan is None:
         return _sorted(whole.atoms), None, 0
-    parts = solve_in_parts(files, the_plan, analysis.extra, hide, fork)
+    parts = solve_in_parts(files, the_plan, analysis.extra, hide)
     assert parts is not None
     return _sorted(whole.atoms), _sorted(parts.atoms), len(the_plan.facts)
 
@@ -174,8 +174,7 @@ def test_random_programs_cut_at_every_place_give_the_whole_answer(count):
     cut = 0
     for i, kernel in enumerate(_random_kernels(count)):
         for name in DIVERGENCE:
-            whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 1 + i % 3 * 7,
-                                                      fork=i % 2 == 1)
+            whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 1 + i % 3 * 7)
             if parts is not None:
                 assert parts == whole, (i, name)
                 cut += how_many > 2
@@ -196,8 +195,7 @@ def test_generated_kernels_in_parts_give_the_whole_answer(shape):
     spec.loader.exec_module(inputs)
     kernel = kernel_of(getattr(inputs, shape)(400), f"{shape}.ptx", "ptx")
     for name in DIVERGENCE:
-        whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 300,
-                                                  fork=name != "affine")
+        whole, parts, how_many = solved_both_ways(ANALYSES[name], kernel, 300)
         assert parts == whole, name
         assert how_many >= 3, name
 
@@ -227,8 +225,7 @@ def test_the_driver_grounds_a_large_kernel_in_parts_with_the_same_results(monkey
     assert runs
 
 
-@pytest.mark.parametrize("fork", [True, False])
-def test_a_part_that_fails_leaves_the_kernel_to_a_whole_run(monkeypatch, fork):
+def test_a_part_that_fails_leaves_the_kernel_to_a_whole_run(monkeypatch):
     kernel = kernel_of(DIAMONDS, "diamonds.musimd", "musimd")
     analysis = ANALYSES["affine2"]
     ssa, _ = prepare(kernel)
@@ -238,9 +235,9 @@ def test_a_part_that_fails_leaves_the_kernel_to_a_whole_run(monkeypatch, fork):
     def failing(*_args):
         raise partition.RuleError("error: no")
 
-    monkeypatch.setattr(partition, "_solve_part", failing)
+    monkeypatch.setattr(partition, "_ground_and_solve", failing)
     assert solve_in_parts(list(analysis.rule_files), the_plan, analysis.extra,
-                          driver.UNREAD_RELATIONS, fork) is None
+                          driver.UNREAD_RELATIONS) is None
     monkeypatch.setattr(partition, "PART_FACTS", 1)
     whole = observable(analysis.run([kernel])[0])
     monkeypatch.undo()
