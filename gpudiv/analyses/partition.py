@@ -337,8 +337,8 @@ def solve_in_parts(rule_files: list[Path | str], the_plan: Plan, extra: str,
     All parts run in this process. Grounding each in a forked child kept its time
     constant (clingo keeps every symbol for the life of a process, and the twentieth of
     twenty equal parts took 695 ms here against 311 ms for the first), but the children's
-    page faults and copies cost more than that saved: 50.6 s against 42.6 s for the whole
-    analysis of 200,009 straight-line instructions (benchmarks/README.md)."""
+    page faults and copies cost more than that saved (docs/design.md, "Grounding in
+    parts")."""
     exporting = _export_program(tuple(str(p) for p in rule_files), hide)
     if exporting is None:
         return None
