@@ -68,9 +68,8 @@ if TYPE_CHECKING:
 
     from gpudiv.ir.ssa import SSAForm
 
-# Facts per part: a part of about 4,000 PTX instructions grounds at about the speed per
-# atom of a 1,000-instruction kernel, and a kernel of fewer than twice this many facts is
-# grounded whole.
+# Facts per part (about 5,000 straight-line PTX instructions of `affine2` facts); a kernel
+# of fewer than twice this many facts is grounded whole.
 PART_FACTS = 40_000
 
 # The rule files whose answers are the same when grounded in parts (see the module's
