@@ -173,32 +173,35 @@ class Control:
         about 4 µs; adding and grounding particle_library.G's largest run, 24,719 facts,
         took 15 % less this way)."""
         ffi, lib = library()
-        pointer = ffi.new("clingo_backend_t**")
-        _check(lib.clingo_control_backend(self._rep, pointer))
-        backend = pointer[0]
-        _check(lib.clingo_backend_begin(backend))
-        try:
-            _add_facts(ffi, lib, backend, facts)
-        finally:
-            _check(lib.clingo_backend_end(backend))
+        self._through_backend(lambda backend: _add_facts(ffi, lib, backend, facts))
 
     def add_atoms(self, symbols: Iterable[int]) -> None:
         """Add ground atoms given as clingo symbol ids (from another run's model) as facts
         through the backend: the same symbols, constants and strings as they were."""
+        ffi, lib = library()
+        atom, add_atom, rule, null = (ffi.new("clingo_atom_t*"), lib.clingo_backend_add_atom,
+                                      lib.clingo_backend_rule, ffi.NULL)
+        symbol = ffi.new("clingo_symbol_t*")
+
+        def add(backend) -> None:
+            for value in symbols:
+                symbol[0] = value
+                if not (add_atom(backend, symbol, atom)
+                        and rule(backend, False, atom, 1, null, 0)):
+                    _check(False)
+
+        self._through_backend(add)
+
+    def _through_backend(self, fill: Callable[[object], None]) -> None:
+        """`fill(backend)` between the begin and end of this control's clingo backend
+        (no `contextlib` on the analyze path: docs/design.md, "Start-up")."""
         ffi, lib = library()
         pointer = ffi.new("clingo_backend_t**")
         _check(lib.clingo_control_backend(self._rep, pointer))
         backend = pointer[0]
         _check(lib.clingo_backend_begin(backend))
         try:
-            atom, add_atom, rule, null = (ffi.new("clingo_atom_t*"), lib.clingo_backend_add_atom,
-                                          lib.clingo_backend_rule, ffi.NULL)
-            symbol = ffi.new("clingo_symbol_t*")
-            for value in symbols:
-                symbol[0] = value
-                if not (add_atom(backend, symbol, atom)
-                        and rule(backend, False, atom, 1, null, 0)):
-                    _check(False)
+            fill(backend)
         finally:
             _check(lib.clingo_backend_end(backend))
 

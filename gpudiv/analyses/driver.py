@@ -235,6 +235,12 @@ class Analysis(Record, frozen=True):
         return all(is_shipped(path) for path in self.rule_files)
 
     @cached_property
+    def grounds_in_parts(self) -> bool:
+        """Whether a large kernel may be grounded in parts: shipped divergence rules only,
+        with clingo's default budget (`gpudiv.analyses.partition`)."""
+        return self.budget is None and partitioned(self.rule_files)
+
+    @cached_property
     def relations(self) -> frozenset[str] | None:
         """The input relations the rules read (None: all)."""
         return input_relations_read(self.rule_files)
@@ -303,8 +309,7 @@ class Analysis(Record, frozen=True):
                                     folding=plain_copies(ssa) if self.fold_copies else None)
             report("preparing", i + 1, len(kernels))
         if len(prepared) > 1 and self.shares_runs:
-            in_parts = partitioned(self.rule_files) and self.budget is None
-            for group in _groups(prepared, self.relations, in_parts):
+            for group in _groups(prepared, self.relations, self.grounds_in_parts):
                 solved = self._solve_together({i: prepared[i].facts for i in group})
                 for i, own in (solved or {}).items():
                     results[i] = self._result(prepared[i], own)
@@ -337,7 +342,7 @@ class Analysis(Record, frozen=True):
     def _in_parts(self, p: _Prepared) -> SolveResult | None:
         """The kernel grounded in parts (`gpudiv.analyses.partition`); None when it is
         small or its rules or its shape do not allow it."""
-        if self.budget is not None or not partitioned(self.rule_files):
+        if not self.grounds_in_parts:
             return None
         the_plan = plan(p.ssa, p.facts)
         if the_plan is None:
