@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from gpudiv import ir
-from gpudiv.analyses.driver import Analysis
+from gpudiv.analyses.driver import UNREAD_RELATIONS, Analysis
 from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
@@ -32,6 +32,11 @@ DEGREE_RULES = {1: (), 2: ("affine2.lp",)}
 OPTIONS = ("sub_linear", "cmp_difference", "shl_linear", "neg_linear", "fold")
 
 Coefficients = tuple[int | None, int | None, int | None]
+ALL_UNKNOWN: Coefficients = (None, None, None)
+# Shown by affine.lp for users and rule files, implied for the driver by affine_coef/3
+# and affine_class/2 (see `coefficients` and `build_result`): left out of its model,
+# they are about a third of the atoms it reads.
+IMPLIED = frozenset({("affine_bot", 2), ("affine_constant", 2)})
 
 
 def option_facts(options: Mapping[str, bool] | None) -> str:
@@ -44,13 +49,13 @@ def option_facts(options: Mapping[str, bool] | None) -> str:
 
 
 def coefficients(solved: SolveResult, degree: int) -> dict[str, Coefficients]:
-    """(tid², tid, const) of every SSA variable, None for ⊥ (degree 1: tid² is 0 when the
-    tid coefficient is known, ⊥ otherwise)."""
-    known: dict[str, dict[int, int | None]] = {}
+    """(tid², tid, const) of the SSA variables with a known coefficient, None for ⊥
+    (degree 1: tid² is 0 when the tid coefficient is known, ⊥ otherwise); a variable
+    missing has every coefficient ⊥. affine.lp gives each coefficient either
+    affine_coef/3 or affine_bot/2, never both: ⊥ is the absence of affine_coef."""
+    known: dict[str, dict[int, int]] = {}
     for var, power, value in solved.relation("affine_coef"):
         known.setdefault(var, {})[power] = value
-    for var, power in solved.relation("affine_bot"):
-        known.setdefault(var, {})[power] = None
     values: dict[str, Coefficients] = {}
     for var, coef in known.items():
         tid2 = coef.get(2) if degree >= 2 else (0 if coef.get(1) is not None else None)
@@ -63,7 +68,8 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
     """The typed result of an affine analysis of the given degree from its solved atoms."""
     values = coefficients(solved, degree)
     classes = dict(solved.relation("affine_class"))
-    constants = dict(solved.relation("affine_constant"))
+    # affine_constant(V, K) is class `constant` with K its known constant term.
+    constants = {var: values[var][2] for var, klass in classes.items() if klass == "constant"}
     reasons = first_reasons(solved.relation("affine_reason"))
     joins = joins_by_block(solved)
     variables = []
@@ -73,10 +79,14 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
         variables.append(VariableResult(
             var.name, var.source, var.loc.line, classes[var.name], var.kind,
             constants.get(var.name), reasons.get(var.name), _gates(var, joins, ssa.cfg.rejoins),
-            values[var.name]))
+            values.get(var.name, ALL_UNKNOWN)))
     branches = branch_results(ssa, solved.unary("affine_divergent_branch"))
     warnings = kernel_warnings(ssa)
     relations = dict(solved.atoms)
+    if "affine_bot" not in relations:  # left out of the model (IMPLIED), or none at all
+        implied = {"affine_bot": _bottoms(ssa, values, degree),
+                   "affine_constant": list(constants.items())}
+        relations.update((name, rows) for name, rows in implied.items() if rows)
     # The generic names that reports and findings read (reason/3, as divergence.lp).
     relations["reason"] = list(relations.get("affine_reason", []))
     relations["divergent_loop_exit"] = list(relations.get("affine_divergent_loop_exit", []))
@@ -84,6 +94,17 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
         kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
         ssa, timing, {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
         relations)
+
+
+def _bottoms(ssa: SSAForm, values: dict[str, Coefficients], degree: int) -> list[tuple]:
+    """The rows of affine_bot/2: every coefficient of every SSA variable without a
+    known value (degree 1: powers 0 and 1)."""
+    powers = range(degree + 1)
+    rows = []
+    for name in ssa.variables:
+        known = values.get(name, ALL_UNKNOWN)
+        rows.extend((name, power) for power in powers if known[2 - power] is None)
+    return rows
 
 
 def analysis(name: str = "affine", degree: int = 1, options: Mapping[str, bool] | None = None,
@@ -96,7 +117,8 @@ def analysis(name: str = "affine", degree: int = 1, options: Mapping[str, bool] 
     # Copies are folded for the shipped rules alone: an extra rule file (explain's
     # because/4, deadlock.lp) may read a copy's own facts.
     return Analysis(name, files, partial(build_result, degree=degree), option_facts(options),
-                    budget, fold_copies=not extra_rules)
+                    budget, fold_copies=not extra_rules,
+                    hidden=UNREAD_RELATIONS | (IMPLIED if not extra_rules else frozenset()))
 
 
 def analyze_kernel(kernel: ir.Kernel, name: str = "affine", degree: int = 1,

@@ -216,16 +216,20 @@ class Analysis(Record, frozen=True):
     # Whether plain copies are solved as their roots (`gpudiv.analyses.copies`): only for
     # rule files that treat a copy as its operand, as the shipped analyses do.
     fold_copies: bool
+    # Shown relations left out of the model: those `build` never reads.
+    hidden: frozenset[tuple[str, int]]
 
     def __init__(self, name: str, rule_files: tuple[Path | str, ...], build: BuildResult,
                        extra: str = "", budget: Budget | None = None,
-                       fold_copies: bool = False) -> None:
+                       fold_copies: bool = False,
+                       hidden: frozenset[tuple[str, int]] = UNREAD_RELATIONS) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "rule_files", rule_files)
         object.__setattr__(self, "build", build)
         object.__setattr__(self, "extra", extra)
         object.__setattr__(self, "budget", budget)
         object.__setattr__(self, "fold_copies", fold_copies)
+        object.__setattr__(self, "hidden", hidden)
 
     @cached_property
     def shares_runs(self) -> bool:
@@ -323,8 +327,7 @@ class Analysis(Record, frozen=True):
     def _solve_together(self, facts: dict[int, list[tuple]]) -> dict[int, SolveResult] | None:
         """One clingo run for a group of kernels; None when they must be solved alone."""
         try:
-            return solve_together(list(self.rule_files), facts, self.extra,
-                                  UNREAD_RELATIONS)
+            return solve_together(list(self.rule_files), facts, self.extra, self.hidden)
         except (RuleError, NotSeparable):
             return None
 
@@ -335,7 +338,7 @@ class Analysis(Record, frozen=True):
         try:
             return self._result(p, self._in_parts(p) or solve(
                 list(self.rule_files), p.facts, self.extra, budget=self.budget,
-                hide=UNREAD_RELATIONS))
+                hide=self.hidden))
         except RuleError as error:
             return error
 
@@ -347,7 +350,7 @@ class Analysis(Record, frozen=True):
         the_plan = plan(p.ssa, p.facts)
         if the_plan is None:
             return None
-        return solve_in_parts(list(self.rule_files), the_plan, self.extra, UNREAD_RELATIONS)
+        return solve_in_parts(list(self.rule_files), the_plan, self.extra, self.hidden)
 
     def _result(self, p: _Prepared, solved: SolveResult) -> KernelResult:
         if p.folding:

@@ -571,6 +571,14 @@ def _namespaces(values: dict[int, object]) -> tuple[dict[int, object], dict[int,
     return owners, stripped
 
 
+def _owner(owners: tuple | None, results: dict[int, SolveResult]) -> SolveResult | None:
+    """The result of the one kernel that the owners of an atom's arguments name; None
+    when they name none, several, or an argument is not plain."""
+    kernels = set(owners or ())
+    kernels.discard(None)
+    return results.get(kernels.pop()) if len(kernels) == 1 else None
+
+
 def namespace(index: int) -> str:
     """The prefix of the names of the `index`-th kernel in a joint solve."""
     return f"{index}{NAMESPACE_MARK}"
@@ -597,11 +605,15 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str | list[tup
     reader = AtomReader()
     atoms = reader.read_ids(result.symbol_ids)
     owners, stripped = _namespaces(reader.values)
-    owner, value, result_of = owners.__getitem__, stripped.__getitem__, results.get
+    owner, value = owners.__getitem__, stripped.__getitem__
+    # The kernel of an atom depends only on the owners of its arguments: atoms share a
+    # few such tuples, so each is decided once.
+    kernel_of: dict[tuple, SolveResult | None] = {}
     for symbol, atom in zip(result.symbol_ids, atoms, strict=True):
-        kernels = set(map(owner, atom[1])) if atom is not None else set()
-        kernels.discard(None)
-        own = result_of(kernels.pop()) if len(kernels) == 1 else None
+        key = tuple(map(owner, atom[1])) if atom is not None else None
+        own = kernel_of.get(key, NOT_PLAIN)
+        if own is NOT_PLAIN:
+            own = kernel_of[key] = _owner(key, results)
         if own is None:  # no kernel, several, or an argument that is not plain
             raise NotSeparable(symbol_text(symbol))
         own.atoms[atom[0]].append(tuple(map(value, atom[1])))

@@ -176,13 +176,14 @@ class Instruction(Record):
     @property
     def reads(self) -> tuple[Operand, ...]:
         """Every operand this instruction reads: `args`, then `implicit`, then the guard."""
-        extra = (self.guard.operand,) if self.guard is not None else ()
-        return (*self.args, *self.implicit, *extra)
+        if self.guard is None:
+            return (*self.args, *self.implicit) if self.implicit else self.args
+        return (*self.args, *self.implicit, self.guard.operand)
 
     @property
     def used_vars(self) -> list[str]:
         """Names of the variables this instruction reads (all of `reads`), in order."""
-        return [a.name for a in self.reads if isinstance(a, Var)]
+        return [a.name for a in self.reads if type(a) is Var]
 
     def form(self) -> tuple:
         """What the instruction does, without identity, position or notes: two
