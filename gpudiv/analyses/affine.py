@@ -23,7 +23,14 @@ from gpudiv.analyses.results import (
     branch_results,
     kernel_warnings,
 )
-from gpudiv.analyses.simple import HIDDEN_KINDS, _gates, first_reasons, joins_by_block
+from gpudiv.analyses.simple import (
+    HIDDEN_KINDS,
+    _gates,
+    first_reasons,
+    joins_by_block,
+    uniform_branch_rows,
+    write_back,
+)
 from gpudiv.analyses.solve import Budget, SolveResult, shipped_rule
 from gpudiv.ir.ssa import SSAForm
 
@@ -33,10 +40,10 @@ OPTIONS = ("sub_linear", "cmp_difference", "shl_linear", "neg_linear", "fold")
 
 Coefficients = tuple[int | None, int | None, int | None]
 ALL_UNKNOWN: Coefficients = (None, None, None)
-# Shown by affine.lp for users and rule files, implied for the driver by affine_coef/3
-# and affine_class/2 (see `coefficients` and `build_result`): left out of its model,
-# they are about a third of the atoms it reads.
-IMPLIED = frozenset({("affine_bot", 2), ("affine_constant", 2)})
+# Shown by affine.lp for users and rule files, implied for the driver by affine_coef/3,
+# affine_class/2 and affine_divergent_branch/1 (see `coefficients` and `build_result`):
+# left out of its model, they were about a third of the atoms it read.
+IMPLIED = frozenset({("affine_bot", 2), ("affine_constant", 2), ("affine_uniform_branch", 1)})
 
 
 def option_facts(options: Mapping[str, bool] | None) -> str:
@@ -80,13 +87,13 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
             var.name, var.source, var.loc.line, classes[var.name], var.kind,
             constants.get(var.name), reasons.get(var.name), _gates(var, joins, ssa.cfg.rejoins),
             values.get(var.name, ALL_UNKNOWN)))
-    branches = branch_results(ssa, solved.unary("affine_divergent_branch"))
+    divergent_branches = solved.unary("affine_divergent_branch")
+    branches = branch_results(ssa, divergent_branches)
     warnings = kernel_warnings(ssa)
     relations = dict(solved.atoms)
-    if "affine_bot" not in relations:  # left out of the model (IMPLIED), or none at all
-        implied = {"affine_bot": _bottoms(ssa, values, degree),
-                   "affine_constant": list(constants.items())}
-        relations.update((name, rows) for name, rows in implied.items() if rows)
+    write_back(relations, {
+        "affine_bot": _bottoms(ssa, values, degree), "affine_constant": list(constants.items()),
+        "affine_uniform_branch": uniform_branch_rows(ssa, divergent_branches)})
     # The generic names that reports and findings read (reason/3, as divergence.lp).
     relations["reason"] = list(relations.get("affine_reason", []))
     relations["divergent_loop_exit"] = list(relations.get("affine_divergent_loop_exit", []))

@@ -8,7 +8,7 @@ turns atoms into typed results.
 from __future__ import annotations
 
 from gpudiv import ir
-from gpudiv.analyses.driver import Analysis
+from gpudiv.analyses.driver import UNREAD_RELATIONS, Analysis
 from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
@@ -78,18 +78,43 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
         variables.append(VariableResult(var.name, var.source, var.loc.line, klass, var.kind,
                                         constants.get(var.name), reasons.get(var.name),
                                         _gates(var, joins, ssa.cfg.rejoins)))
-    branches = branch_results(ssa, solved.unary("divergent_branch"))
+    divergent_branches = solved.unary("divergent_branch")
+    branches = branch_results(ssa, divergent_branches)
     warnings = kernel_warnings(ssa)
+    relations = dict(solved.atoms)
+    write_back(relations, {
+        "uniform": [(v,) for v in ssa.variables if v not in divergent],
+        "uniform_branch": uniform_branch_rows(ssa, divergent_branches)})
     return KernelResult(
         kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
         ssa, timing, {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
-        dict(solved.atoms))
+        relations)
+
+
+def uniform_branch_rows(ssa: SSAForm, divergent_blocks: set[str]) -> list[tuple[str]]:
+    """The rows of a uniform-branch relation: every branch block not divergent (as
+    `uniform_branch(B) :- branch(B, _), not divergent_branch(B).` derives them)."""
+    return [(block,) for block in dict.fromkeys(b.block for b in ssa.branches)
+            if block not in divergent_blocks]
+
+
+def write_back(relations: dict[str, list[tuple]], implied: dict[str, list[tuple]]) -> None:
+    """Give `relations` the rows of each implied relation the model left out (`hidden`),
+    as the rules derive them; a relation without rows stays absent, as in a model."""
+    for name, rows in implied.items():
+        if rows and name not in relations:
+            relations[name] = rows
+
+
+# Shown by divergence.lp for users and rule files, the complements of divergent/1 and
+# divergent_branch/1 for the driver: left out of its model and written back.
+IMPLIED = frozenset({("uniform", 1), ("uniform_branch", 1)})
 
 
 def analysis(name: str = "simple") -> Analysis:
     """The simple analysis as a driver (`Analysis.run` for many kernels at once)."""
     return Analysis(name, tuple(shipped_rule(f) for f in RULE_FILES), build_result,
-                    fold_copies=True)
+                    fold_copies=True, hidden=UNREAD_RELATIONS | IMPLIED)
 
 
 def analyze_kernel(kernel: ir.Kernel, name: str = "simple") -> KernelResult:
