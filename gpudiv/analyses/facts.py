@@ -118,16 +118,23 @@ def _source_kind(var_kind: str, space: str | None, special_class: str | None) ->
     return None
 
 
-def graph_facts(cfg: ControlFlowGraph, namespace: str = "") -> list[tuple]:
+def graph_facts(cfg: ControlFlowGraph, namespace: str = "",
+                wanted: Collection[str] = RELATIONS.keys()) -> list[tuple]:
     """The blocks and edges of a CFG, its virtual entry and exit, the program order of
-    the source blocks and the immediate dominators (what rules/structure.lp reads)."""
+    the source blocks and the immediate dominators (what rules/structure.lp reads);
+    only the `wanted` relations."""
     q = _namer(namespace)
-    out: list[tuple] = [("block", q(node)) for node in cfg.graph.nodes]
-    out += [("edge", q(u), q(v)) for u, v in cfg.graph.edges]
+    out: list[tuple] = []
+    if "block" in wanted:
+        out += [("block", q(node)) for node in cfg.graph.nodes]
+    if "edge" in wanted:
+        out += [("edge", q(u), q(v)) for u, v in cfg.graph.edges]
     out += [("entry", q(ENTRY)), ("exit", q(EXIT))]
-    out += [("block_order", q(b.label), n) for n, b in enumerate(cfg.kernel.blocks)
-            if b.label in cfg.graph]
-    out += [("idom", q(node), q(parent)) for node, parent in cfg.idom.items()]
+    if "block_order" in wanted:
+        out += [("block_order", q(b.label), n) for n, b in enumerate(cfg.kernel.blocks)
+                if b.label in cfg.graph]
+    if "idom" in wanted:
+        out += [("idom", q(node), q(parent)) for node, parent in cfg.idom.items()]
     return out
 
 
@@ -168,7 +175,7 @@ def kernel_facts(ssa: SSAForm, namespace: str = "",
     inputs = {instrs[n].dest: name for n, name in ssa.defs.items()
               if name is not None and instrs[n].operator == "call.input"
               } if "call_return" in kernel.attrs else {}
-    out.extend(graph_facts(cfg, namespace))
+    out.extend(graph_facts(cfg, namespace, wanted))
     for node, parent in cfg.ipdom.items():
         add(("ipdom", q(node), q(parent)))
     for node, parent in cfg.sync_ipdom.items():

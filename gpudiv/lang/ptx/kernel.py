@@ -64,8 +64,10 @@ def _register_table(lowering: _KernelLowering, instructions: list[ir.Instruction
                          in lowering.unit.info(callee).param_decls.items()})
     for instr in instructions:
         for name in (*instr.used_vars, *([instr.dest] if instr.dest else [])):
+            if name in table:
+                continue
             type_, _, size = declared.get(name.split("+", 1)[0], ("", 0, 0))
-            if name not in table and type_ and size == _type_bytes(type_):
+            if type_ and size == _type_bytes(type_):
                 table[name] = type_
     return table
 
