@@ -187,24 +187,29 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
         graph.add_node(EXIT)
     order = [label for label in labels if label in graph]
 
-    # Post-dominance needs every block to reach the exit: connect endless loops to it.
-    pdom_graph = graph.copy()
+    position = {label: i for i, label in enumerate(order)}
+    # Post-dominance needs every block to reach the exit: connect endless loops to it, in
+    # a copy of the graph made only then (otherwise the two stay equal: edits go to both).
+    pdom_graph = graph
     no_exit: list[str] = []
     while True:
         reaching = ancestors(pdom_graph, EXIT) | {EXIT}
         stuck = [n for n in order if n not in reaching]
         if not stuck:
             break
+        if pdom_graph is graph:
+            pdom_graph = graph.copy()
         sink = first_sink_component(pdom_graph.subgraph(stuck))
-        member = max(sink, key=order.index)
+        member = max(sink, key=position.__getitem__)
         pdom_graph.add_edge(member, EXIT)
         no_exit.append(member)
 
-    position = {label: i for i, label in enumerate(order)}
     position[ENTRY] = -1
     position[EXIT] = len(order)
     loops: dict[str, Loop] = {}
-    _loop_forest(graph.subgraph(set(order)), position, None, loops, entering=graph)
+    # On the whole graph, not a copy without ENTRY and EXIT: neither is on a cycle, and
+    # the depth-first search from ENTRY meets the blocks in the copy's order.
+    _loop_forest(graph, position, None, loops)
     synthetic: dict[str, str] = {}
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
@@ -354,7 +359,7 @@ def _dedicated_exits(graph: DiGraph, pdom_graph: DiGraph, loops: dict[str, Loop]
             split = f"{x}^{loop.name}"
             synthetic[split] = x
             order.append(split)
-            for g in (graph, pdom_graph):
+            for g in (graph,) if pdom_graph is graph else (graph, pdom_graph):
                 for u in sources:
                     g.remove_edge(u, x)
                     g.add_edge(u, split)
