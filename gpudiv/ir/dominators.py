@@ -88,22 +88,36 @@ def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
     return {order[w]: order[idom[w]] for w in range(1, size)}
 
 
-def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None
-                        ) -> dict:
+def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None,
+                        all_nodes: bool = True) -> dict:
     """The dominance frontier of every node reachable from `start`, as
-    `networkx.dominance_frontiers` returns it."""
+    `networkx.dominance_frontiers` returns it; without `all_nodes`, only the nodes whose
+    frontier is not empty (an empty set per node was half the sets of a kernel of if/else
+    diamonds, and memory is what makes a large kernel slower per block)."""
     if idom is None:
         idom = immediate_dominators(graph, start)
-    parent = dict(idom)
-    parent[start] = None
-    frontier: dict = {node: set() for node in parent}
-    for node in parent:
-        preds = [p for p in graph.predecessors(node) if p in parent]
+    frontier: dict = dict.fromkeys(idom) if all_nodes else {}
+    if all_nodes:
+        frontier[start] = None
+        for node in frontier:
+            frontier[node] = set()
+    in_degree = graph.in_degree
+    for node in (*idom, start):
+        if node != start and in_degree(node) < 2:
+            continue  # (fewer than two predecessors, reachable or not)
+        preds = [p for p in graph.predecessors(node) if p in idom or p == start]
         if node != start and len(preds) < 2:
             continue
-        stop = parent[node]
+        stop = idom.get(node)
         for runner in preds:
-            while runner is not None and runner != stop and node not in frontier[runner]:
-                frontier[runner].add(node)
-                runner = parent[runner]
+            while runner != stop:
+                found = frontier.get(runner)
+                if found is None:
+                    found = frontier[runner] = set()
+                elif node in found:
+                    break
+                found.add(node)
+                if runner == start:
+                    break
+                runner = idom[runner]
     return frontier
