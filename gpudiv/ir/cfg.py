@@ -163,6 +163,19 @@ def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
         _loop_forest(inner, order, loop, loops)
 
 
+def _forward_only(graph: DiGraph, order: list[str], position: dict[str, int]) -> bool:
+    """Whether every edge between blocks goes down the block order (then the graph has no
+    cycle, and no loop forest to search for: a kernel without loops skips the strongly
+    connected components, a walk over the whole graph with four maps of its nodes)."""
+    successors = graph.successors
+    for label in order:
+        here = position[label]
+        for after in successors(label):
+            if position[after] <= here:
+                return False
+    return True
+
+
 def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     """Build the CFG of a kernel, its dominator/post-dominator trees and loop forest."""
     graph = DiGraph()
@@ -180,7 +193,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
                                                  or block.terminator.kind == ir.BRANCH):
             falls_off = True
 
-    reachable = descendants(graph, ENTRY) | {ENTRY}
+    reachable = descendants(graph, ENTRY)
+    reachable.add(ENTRY)
     unreachable = [label for label in labels if label not in reachable]
     graph.remove_nodes_from(unreachable)
     if EXIT not in graph:
@@ -193,7 +207,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     pdom_graph = graph
     no_exit: list[str] = []
     while True:
-        reaching = ancestors(pdom_graph, EXIT) | {EXIT}
+        reaching = ancestors(pdom_graph, EXIT)
+        reaching.add(EXIT)
         stuck = [n for n in order if n not in reaching]
         if not stuck:
             break
@@ -207,9 +222,10 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     position[ENTRY] = -1
     position[EXIT] = len(order)
     loops: dict[str, Loop] = {}
-    # On the whole graph, not a copy without ENTRY and EXIT: neither is on a cycle, and
-    # the depth-first search from ENTRY meets the blocks in the copy's order.
-    _loop_forest(graph, position, None, loops)
+    if not _forward_only(graph, order, position):
+        # On the whole graph, not a copy without ENTRY and EXIT: neither is on a cycle,
+        # and the depth-first search from ENTRY meets the blocks in the copy's order.
+        _loop_forest(graph, position, None, loops)
     synthetic: dict[str, str] = {}
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
@@ -380,17 +396,11 @@ def region_work(cfg: ControlFlowGraph) -> int:
     in the depth of a nest of branches), so the analysis refuses kernels where it is huge.
     """
     graph, ipdom = cfg.graph, cfg.ipdom
-    depth: dict[str, int] = {}
-    for node in ipdom:
-        chain = []
-        while node in ipdom and node not in depth:
-            chain.append(node)
-            node = ipdom[node]
-        base = depth.get(node, 0)
-        for offset, member in enumerate(reversed(chain), start=1):
-            depth[member] = base + offset
     below = dict.fromkeys(graph.nodes, 1)
-    for node in sorted(depth, key=depth.__getitem__, reverse=True):
+    # `ipdom` lists every node after its immediate post-dominator (`immediate_dominators`
+    # gives them in depth-first preorder): backwards, a node's count is complete before it
+    # is added to its post-dominator's, without sorting the nodes by depth in the tree.
+    for node in reversed(ipdom):
         parent = ipdom[node]
         below[parent] = below.get(parent, 1) + below.get(node, 1)
     work = 0

@@ -17,33 +17,39 @@ from collections.abc import Hashable
 from gpudiv.ir.digraph import DiGraph
 
 
-def _dfs(graph: DiGraph, start: Hashable) -> tuple[list, list[int]]:
-    """Nodes reachable from `start` in depth-first preorder, and each one's DFS parent
-    (as an index into that order; -1 for `start`)."""
-    order: list = []
-    parent: list[int] = []
-    number: dict = {}
-    stack = [(start, -1)]
-    while stack:
-        node, via = stack.pop()
-        if node in number:
-            continue
-        number[node] = len(order)
-        order.append(node)
-        parent.append(via)
-        here = number[node]
-        stack.extend((succ, here) for succ in reversed(list(graph.successors(node)))
-                     if succ not in number)
-    return order, parent
+def _dfs(graph: DiGraph, start: Hashable) -> tuple[list, list[int], dict]:
+    """Nodes reachable from `start` in depth-first preorder (successors in order), each
+    one's DFS parent (as an index into that order; -1 for `start`), and each node's index.
+
+    One iterator per node on the path from `start` instead of a list of the successors
+    not yet seen per node: a kernel's CFG has as many nodes as it has blocks."""
+    order: list = [start]
+    parent: list[int] = [-1]
+    number: dict = {start: 0}
+    successors = graph.successors
+    path = [(0, successors(start))]
+    while path:
+        here, following = path[-1]
+        for succ in following:
+            if succ not in number:
+                number[succ] = len(order)
+                path.append((len(order), successors(succ)))
+                order.append(succ)
+                parent.append(here)
+                break
+        else:
+            path.pop()
+    return order, parent, number
 
 
 def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
     """The immediate dominator of every node reachable from `start`, `start` excluded (as
-    `networkx.immediate_dominators` returns it since networkx 3.5)."""
+    `networkx.immediate_dominators` returns it since networkx 3.5), in depth-first
+    preorder: every node comes after its immediate dominator (`cfg.region_work` adds up
+    the tree backwards)."""
     if start not in graph:
         raise KeyError(f"start {start!r} is not in the graph")
-    order, parent = _dfs(graph, start)
-    number = {node: i for i, node in enumerate(order)}
+    order, parent, number = _dfs(graph, start)
     size = len(order)
     semi = list(range(size))
     label = list(range(size))
