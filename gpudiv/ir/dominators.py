@@ -52,15 +52,17 @@ def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
     order, parent, number = _dfs(graph, start)
     size = len(order)
     semi = list(range(size))
-    label = list(range(size))
+    label = semi[:]  # (the same int objects: less memory to go through)
     ancestor = [-1] * size
     idom = [0] * size
-    bucket: list[list[int]] = [[] for _ in range(size)]
+    # Each bucket as a linked list through `following` (-1 ends it), not a list per node:
+    # the order in which a bucket is emptied does not change the tree.
+    bucket = [-1] * size
+    following = [-1] * size
 
     def evaluate(v: int) -> int:
-        """The node of least semidominator on the forest path above v (compressing it)."""
-        if ancestor[v] < 0:
-            return v
+        """The node of least semidominator on the forest path above v (compressing it;
+        v is in the forest)."""
         path = []
         u = v
         while ancestor[ancestor[u]] >= 0:
@@ -73,21 +75,28 @@ def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
             ancestor[x] = ancestor[a]
         return label[v]
 
+    predecessors = graph.predecessors
     for w in range(size - 1, 0, -1):
-        for pred in graph.predecessors(order[w]):
+        least = w
+        for pred in predecessors(order[w]):
             v = number.get(pred)
             if v is None:
                 continue
-            u = evaluate(v)
-            if semi[u] < semi[w]:
-                semi[w] = semi[u]
-        bucket[semi[w]].append(w)
+            if ancestor[v] >= 0:  # (a node not yet in the forest is its own answer)
+                v = evaluate(v)
+            if semi[v] < least:
+                least = semi[v]
+        semi[w] = least
+        following[w] = bucket[least]
+        bucket[least] = w
         p = parent[w]
         ancestor[w] = p
-        for v in bucket[p]:
-            u = evaluate(v)
+        v = bucket[p]
+        while v >= 0:
+            u = evaluate(v) if ancestor[v] >= 0 else v
             idom[v] = u if semi[u] < semi[v] else p
-        bucket[p].clear()
+            v = following[v]
+        bucket[p] = -1
     for w in range(1, size):
         if idom[w] != semi[w]:
             idom[w] = idom[idom[w]]

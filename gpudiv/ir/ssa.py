@@ -108,17 +108,21 @@ def _block_statements(cfg: ControlFlowGraph) -> dict[str, list[int]]:
     statements: dict[str, list[int]] = {label: [] for label in cfg.graph.nodes}
     index = 0
     for block in cfg.kernel.blocks:
-        for _ in block.instructions:
-            if block.label in statements:
-                statements[block.label].append(index)
-            index += 1
+        end = index + len(block.instructions)
+        numbers = statements.get(block.label)
+        if numbers is not None:  # (not a block removed as unreachable)
+            numbers.extend(range(index, end))
+        index = end
     return statements
 
 
 def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
               statements: dict[str, list[int]],
-              def_blocks: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Live-in source variables of each block (backward may-analysis): each upward-exposed
+              def_blocks: dict[str, set[str]]) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """Live-in source variables of each block, and in how many blocks each variable is
+    live (counted here, not by going through every live set again).
+
+    A backward may-analysis: each upward-exposed
     use is followed backwards through the predecessors until a block that defines it
     (`def_blocks`), so every (block, variable) pair is reached once. Iterating the
     equations over all blocks until nothing changed redid every live set once per loop
@@ -130,32 +134,37 @@ def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
     live_in: dict[str, set[str]] = {}
     exposed: list[tuple[str, list[str]]] = []  # (block, upward-exposed uses) to walk from
     defined: set[str] = set()  # one set, cleared per block: a set per block was memory
+    var_type = ir.Var
     for label, numbers in statements.items():
         live: set[str] = set()
         live_in[label] = live
         defined.clear()
         for n in numbers:
             instr = instrs[n]
-            for name in instr.used_vars:
-                if name not in defined:
-                    live.add(name)
+            for arg in instr.reads:  # (`used_vars` without its list)
+                if type(arg) is var_type and arg.name not in defined:
+                    live.add(arg.name)
             if instr.dest is not None:
                 defined.add(instr.dest)
         if live:
             exposed.append((label, list(live)))
     predecessors = cfg.graph.predecessors
     no_blocks: set[str] = set()
+    live_blocks: dict[str, int] = {}
     for label, names in exposed:
         for name in names:
             defining = def_blocks.get(name, no_blocks)
+            count = live_blocks.get(name, 0) + 1
             work = [label]
             while work:
                 for pred in predecessors(work.pop()):
                     live = live_in[pred]
                     if name not in live and pred not in defining:
                         live.add(name)
+                        count += 1
                         work.append(pred)
-    return live_in
+            live_blocks[name] = count
+    return live_in, live_blocks
 
 
 def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
@@ -224,17 +233,15 @@ def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
 
 
 def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
-                live_in: dict[str, set[str]]) -> dict[str, list[str]]:
-    """Source variables that need a φ at each block (pruned by liveness).
+                live_in: dict[str, set[str]], live_blocks: dict[str, int]
+                ) -> dict[str, list[str]]:
+    """Source variables that need a φ at each block (pruned by liveness; `live_blocks`:
+    in how many blocks each variable is live).
 
     A variable live on entry to no block (a temporary used where it is defined) needs no
     φ, and its walk over the iterated frontier is skipped: in a nest of n `if`s each
     condition's frontier is the n joins around it, which made this quadratic."""
     frontier = dominance_frontiers(cfg.graph, ENTRY, cfg.idom, all_nodes=False)
-    live_blocks: dict[str, int] = {}
-    for names in live_in.values():
-        for name in names:
-            live_blocks[name] = live_blocks.get(name, 0) + 1
     phis: dict[str, list[str]] = {}
     for var, blocks in def_blocks.items():
         unplaced = live_blocks.get(var, 0)  # blocks where a φ of var may still be needed
@@ -462,13 +469,14 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     instrs = cfg.kernel.instructions()
     statements = _block_statements(cfg)
     def_blocks = _definition_blocks(instrs, statements)
-    live_in = _liveness(cfg, instrs, statements, def_blocks)
+    live_in, live_blocks = _liveness(cfg, instrs, statements, def_blocks)
     etas = _place_etas(cfg, def_blocks, live_in)
     def_blocks = _with_copies(def_blocks, etas)
-    phi_sources = _place_phis(cfg, def_blocks, live_in)
+    phi_sources = _place_phis(cfg, def_blocks, live_in, live_blocks)
     rejoins = _place_rejoins(cfg, live_in, def_blocks, phi_sources)
     if rejoins:
-        phi_sources = _place_phis(cfg, _with_copies(def_blocks, rejoins), live_in)
+        phi_sources = _place_phis(cfg, _with_copies(def_blocks, rejoins), live_in,
+                                  live_blocks)
     renamer = _Renamer(cfg, instrs)
     walk = _RenameWalk(cfg, instrs, statements, renamer, phi_sources, etas, rejoins)
     walk.run()
