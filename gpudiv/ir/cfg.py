@@ -163,6 +163,19 @@ def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
         _loop_forest(inner, order, loop, loops)
 
 
+def _forward_only(graph: DiGraph, order: list[str], position: dict[str, int]) -> bool:
+    """Whether every edge between blocks goes down the block order (then the graph has no
+    cycle, and no loop forest to search for: a kernel without loops skips the strongly
+    connected components, a walk over the whole graph with four maps of its nodes)."""
+    successors = graph.successors
+    for label in order:
+        here = position[label]
+        for after in successors(label):
+            if position[after] <= here:
+                return False
+    return True
+
+
 def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     """Build the CFG of a kernel, its dominator/post-dominator trees and loop forest."""
     graph = DiGraph()
@@ -180,31 +193,39 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
                                                  or block.terminator.kind == ir.BRANCH):
             falls_off = True
 
-    reachable = descendants(graph, ENTRY) | {ENTRY}
+    reachable = descendants(graph, ENTRY)
+    reachable.add(ENTRY)
     unreachable = [label for label in labels if label not in reachable]
     graph.remove_nodes_from(unreachable)
     if EXIT not in graph:
         graph.add_node(EXIT)
     order = [label for label in labels if label in graph]
 
-    # Post-dominance needs every block to reach the exit: connect endless loops to it.
-    pdom_graph = graph.copy()
+    position = {label: i for i, label in enumerate(order)}
+    # Post-dominance needs every block to reach the exit: connect endless loops to it, in
+    # a copy of the graph made only then (otherwise the two stay equal: edits go to both).
+    pdom_graph = graph
     no_exit: list[str] = []
     while True:
-        reaching = ancestors(pdom_graph, EXIT) | {EXIT}
+        reaching = ancestors(pdom_graph, EXIT)
+        reaching.add(EXIT)
         stuck = [n for n in order if n not in reaching]
         if not stuck:
             break
+        if pdom_graph is graph:
+            pdom_graph = graph.copy()
         sink = first_sink_component(pdom_graph.subgraph(stuck))
-        member = max(sink, key=order.index)
+        member = max(sink, key=position.__getitem__)
         pdom_graph.add_edge(member, EXIT)
         no_exit.append(member)
 
-    position = {label: i for i, label in enumerate(order)}
     position[ENTRY] = -1
     position[EXIT] = len(order)
     loops: dict[str, Loop] = {}
-    _loop_forest(graph.subgraph(set(order)), position, None, loops, entering=graph)
+    if not _forward_only(graph, order, position):
+        # On the whole graph, not a copy without ENTRY and EXIT: neither is on a cycle,
+        # and the depth-first search from ENTRY meets the blocks in the copy's order.
+        _loop_forest(graph, position, None, loops)
     synthetic: dict[str, str] = {}
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
@@ -354,7 +375,7 @@ def _dedicated_exits(graph: DiGraph, pdom_graph: DiGraph, loops: dict[str, Loop]
             split = f"{x}^{loop.name}"
             synthetic[split] = x
             order.append(split)
-            for g in (graph, pdom_graph):
+            for g in (graph,) if pdom_graph is graph else (graph, pdom_graph):
                 for u in sources:
                     g.remove_edge(u, x)
                     g.add_edge(u, split)
@@ -375,17 +396,11 @@ def region_work(cfg: ControlFlowGraph) -> int:
     in the depth of a nest of branches), so the analysis refuses kernels where it is huge.
     """
     graph, ipdom = cfg.graph, cfg.ipdom
-    depth: dict[str, int] = {}
-    for node in ipdom:
-        chain = []
-        while node in ipdom and node not in depth:
-            chain.append(node)
-            node = ipdom[node]
-        base = depth.get(node, 0)
-        for offset, member in enumerate(reversed(chain), start=1):
-            depth[member] = base + offset
     below = dict.fromkeys(graph.nodes, 1)
-    for node in sorted(depth, key=depth.__getitem__, reverse=True):
+    # `ipdom` lists every node after its immediate post-dominator (`immediate_dominators`
+    # gives them in depth-first preorder): backwards, a node's count is complete before it
+    # is added to its post-dominator's, without sorting the nodes by depth in the tree.
+    for node in reversed(ipdom):
         parent = ipdom[node]
         below[parent] = below.get(parent, 1) + below.get(node, 1)
     work = 0

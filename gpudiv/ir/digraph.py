@@ -164,13 +164,18 @@ def _reach(adjacency: dict, start: Hashable) -> set:
 
 
 def descendants(graph: DiGraph, start: Hashable) -> set:
-    """Nodes reachable from `start`, `start` itself excluded."""
-    return _reach(graph._succ, start) - {start}
+    """Nodes reachable from `start`, `start` itself excluded (a new set, edited in place:
+    a copy without `start` was a second set the size of the graph)."""
+    found = _reach(graph._succ, start)
+    found.discard(start)
+    return found
 
 
 def ancestors(graph: DiGraph, start: Hashable) -> set:
     """Nodes that reach `start`, `start` itself excluded."""
-    return _reach(graph._pred, start) - {start}
+    found = _reach(graph._pred, start)
+    found.discard(start)
+    return found
 
 
 def dfs_postorder_nodes(graph: DiGraph, start: Hashable) -> list:

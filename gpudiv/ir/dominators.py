@@ -17,44 +17,52 @@ from collections.abc import Hashable
 from gpudiv.ir.digraph import DiGraph
 
 
-def _dfs(graph: DiGraph, start: Hashable) -> tuple[list, list[int]]:
-    """Nodes reachable from `start` in depth-first preorder, and each one's DFS parent
-    (as an index into that order; -1 for `start`)."""
-    order: list = []
-    parent: list[int] = []
-    number: dict = {}
-    stack = [(start, -1)]
-    while stack:
-        node, via = stack.pop()
-        if node in number:
-            continue
-        number[node] = len(order)
-        order.append(node)
-        parent.append(via)
-        here = number[node]
-        stack.extend((succ, here) for succ in reversed(list(graph.successors(node)))
-                     if succ not in number)
-    return order, parent
+def _dfs(graph: DiGraph, start: Hashable) -> tuple[list, list[int], dict]:
+    """Nodes reachable from `start` in depth-first preorder (successors in order), each
+    one's DFS parent (as an index into that order; -1 for `start`), and each node's index.
+
+    One iterator per node on the path from `start` instead of a list of the successors
+    not yet seen per node: a kernel's CFG has as many nodes as it has blocks."""
+    order: list = [start]
+    parent: list[int] = [-1]
+    number: dict = {start: 0}
+    successors = graph.successors
+    path = [(0, successors(start))]
+    while path:
+        here, following = path[-1]
+        for succ in following:
+            if succ not in number:
+                number[succ] = len(order)
+                path.append((len(order), successors(succ)))
+                order.append(succ)
+                parent.append(here)
+                break
+        else:
+            path.pop()
+    return order, parent, number
 
 
 def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
     """The immediate dominator of every node reachable from `start`, `start` excluded (as
-    `networkx.immediate_dominators` returns it since networkx 3.5)."""
+    `networkx.immediate_dominators` returns it since networkx 3.5), in depth-first
+    preorder: every node comes after its immediate dominator (`cfg.region_work` adds up
+    the tree backwards)."""
     if start not in graph:
         raise KeyError(f"start {start!r} is not in the graph")
-    order, parent = _dfs(graph, start)
-    number = {node: i for i, node in enumerate(order)}
+    order, parent, number = _dfs(graph, start)
     size = len(order)
     semi = list(range(size))
-    label = list(range(size))
+    label = semi[:]  # (the same int objects: less memory to go through)
     ancestor = [-1] * size
     idom = [0] * size
-    bucket: list[list[int]] = [[] for _ in range(size)]
+    # Each bucket as a linked list through `following` (-1 ends it), not a list per node:
+    # the order in which a bucket is emptied does not change the tree.
+    bucket = [-1] * size
+    following = [-1] * size
 
     def evaluate(v: int) -> int:
-        """The node of least semidominator on the forest path above v (compressing it)."""
-        if ancestor[v] < 0:
-            return v
+        """The node of least semidominator on the forest path above v (compressing it;
+        v is in the forest)."""
         path = []
         u = v
         while ancestor[ancestor[u]] >= 0:
@@ -67,43 +75,64 @@ def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
             ancestor[x] = ancestor[a]
         return label[v]
 
+    predecessors = graph.predecessors
     for w in range(size - 1, 0, -1):
-        for pred in graph.predecessors(order[w]):
+        least = w
+        for pred in predecessors(order[w]):
             v = number.get(pred)
             if v is None:
                 continue
-            u = evaluate(v)
-            if semi[u] < semi[w]:
-                semi[w] = semi[u]
-        bucket[semi[w]].append(w)
+            if ancestor[v] >= 0:  # (a node not yet in the forest is its own answer)
+                v = evaluate(v)
+            if semi[v] < least:
+                least = semi[v]
+        semi[w] = least
+        following[w] = bucket[least]
+        bucket[least] = w
         p = parent[w]
         ancestor[w] = p
-        for v in bucket[p]:
-            u = evaluate(v)
+        v = bucket[p]
+        while v >= 0:
+            u = evaluate(v) if ancestor[v] >= 0 else v
             idom[v] = u if semi[u] < semi[v] else p
-        bucket[p].clear()
+            v = following[v]
+        bucket[p] = -1
     for w in range(1, size):
         if idom[w] != semi[w]:
             idom[w] = idom[idom[w]]
     return {order[w]: order[idom[w]] for w in range(1, size)}
 
 
-def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None
-                        ) -> dict:
+def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None,
+                        all_nodes: bool = True) -> dict:
     """The dominance frontier of every node reachable from `start`, as
-    `networkx.dominance_frontiers` returns it."""
+    `networkx.dominance_frontiers` returns it; without `all_nodes`, only the nodes whose
+    frontier is not empty (an empty set per node was half the sets of a kernel of if/else
+    diamonds, and memory is what makes a large kernel slower per block)."""
     if idom is None:
         idom = immediate_dominators(graph, start)
-    parent = dict(idom)
-    parent[start] = None
-    frontier: dict = {node: set() for node in parent}
-    for node in parent:
-        preds = [p for p in graph.predecessors(node) if p in parent]
+    frontier: dict = dict.fromkeys(idom) if all_nodes else {}
+    if all_nodes:
+        frontier[start] = None
+        for node in frontier:
+            frontier[node] = set()
+    in_degree = graph.in_degree
+    for node in (*idom, start):
+        if node != start and in_degree(node) < 2:
+            continue  # (fewer than two predecessors, reachable or not)
+        preds = [p for p in graph.predecessors(node) if p in idom or p == start]
         if node != start and len(preds) < 2:
             continue
-        stop = parent[node]
+        stop = idom.get(node)
         for runner in preds:
-            while runner is not None and runner != stop and node not in frontier[runner]:
-                frontier[runner].add(node)
-                runner = parent[runner]
+            while runner != stop:
+                found = frontier.get(runner)
+                if found is None:
+                    found = frontier[runner] = set()
+                elif node in found:
+                    break
+                found.add(node)
+                if runner == start:
+                    break
+                runner = idom[runner]
     return frontier

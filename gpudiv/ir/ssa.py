@@ -15,8 +15,7 @@ value of the cycle read there is a copy gated by that branch (docs/design.md, "C
 from __future__ import annotations
 
 from gpudiv import ir
-from gpudiv.ir.cfg import ENTRY, ControlFlowGraph
-from gpudiv.ir.digraph import dfs_postorder_nodes
+from gpudiv.ir.cfg import ENTRY, EXIT, ControlFlowGraph
 from gpudiv.ir.dominators import dominance_frontiers
 from gpudiv.ir.record import Record
 
@@ -109,55 +108,69 @@ def _block_statements(cfg: ControlFlowGraph) -> dict[str, list[int]]:
     statements: dict[str, list[int]] = {label: [] for label in cfg.graph.nodes}
     index = 0
     for block in cfg.kernel.blocks:
-        for _ in block.instructions:
-            if block.label in statements:
-                statements[block.label].append(index)
-            index += 1
+        end = index + len(block.instructions)
+        numbers = statements.get(block.label)
+        if numbers is not None:  # (not a block removed as unreachable)
+            numbers.extend(range(index, end))
+        index = end
     return statements
 
 
 def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
-              statements: dict[str, list[int]]) -> dict[str, set[str]]:
-    """Live-in source variables of each block (backward may-analysis): each upward-exposed
-    use is followed backwards through the blocks reachable from the entry until a
-    definition kills it, so every (block, variable) pair is reached once. Iterating the
+              statements: dict[str, list[int]],
+              def_blocks: dict[str, set[str]]) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """Live-in source variables of each block, and in how many blocks each variable is
+    live (counted here, not by going through every live set again).
+
+    A backward may-analysis: each upward-exposed
+    use is followed backwards through the predecessors until a block that defines it
+    (`def_blocks`), so every (block, variable) pair is reached once. Iterating the
     equations over all blocks until nothing changed redid every live set once per loop
     level and copied it each time (0.99 s against 0.42 s on a 100,000-instruction loop
-    nest)."""
-    gen: dict[str, set[str]] = {}
-    kill: dict[str, set[str]] = {}
+    nest).
+
+    Every block of a CFG that `build_cfg` made is reachable from the entry but the exit,
+    which has no statements and precedes no block: a walk needs no reachability test."""
+    live_in: dict[str, set[str]] = {}
+    exposed: list[tuple[str, list[str]]] = []  # (block, upward-exposed uses) to walk from
+    defined: set[str] = set()  # one set, cleared per block: a set per block was memory
+    var_type = ir.Var
     for label, numbers in statements.items():
-        used: set[str] = set()
-        defined: set[str] = set()
+        live: set[str] = set()
+        live_in[label] = live
+        defined.clear()
         for n in numbers:
-            for name in instrs[n].used_vars:
-                if name not in defined:
-                    used.add(name)
-            if instrs[n].dest is not None:
-                defined.add(instrs[n].dest)
-        gen[label], kill[label] = used, defined
-    live_in = {label: set(used) for label, used in gen.items()}
-    reachable = set(dfs_postorder_nodes(cfg.graph, ENTRY))
+            instr = instrs[n]
+            for arg in instr.reads:  # (`used_vars` without its list)
+                if type(arg) is var_type and arg.name not in defined:
+                    live.add(arg.name)
+            if instr.dest is not None:
+                defined.add(instr.dest)
+        if live:
+            exposed.append((label, list(live)))
     predecessors = cfg.graph.predecessors
-    for label, used in gen.items():
-        if label not in reachable:
-            continue  # a block the entry never reaches passes nothing on
-        for name in used:
+    no_blocks: set[str] = set()
+    live_blocks: dict[str, int] = {}
+    for label, names in exposed:
+        for name in names:
+            defining = def_blocks.get(name, no_blocks)
+            count = live_blocks.get(name, 0) + 1
             work = [label]
             while work:
                 for pred in predecessors(work.pop()):
                     live = live_in[pred]
-                    if name not in live and name not in kill[pred] and pred in reachable:
+                    if name not in live and pred not in defining:
                         live.add(name)
+                        count += 1
                         work.append(pred)
-    return live_in
+            live_blocks[name] = count
+    return live_in, live_blocks
 
 
-def _place_etas(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
-                statements: dict[str, list[int]],
+def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                 live_in: dict[str, set[str]]) -> dict[str, list[tuple[str, str]]]:
-    """(loop, variable) η copies at the top of each dedicated loop-exit block."""
-    def_blocks = _definition_blocks(instrs, statements)
+    """(loop, variable) η copies at the top of each dedicated loop-exit block
+    (`def_blocks`: the blocks whose instructions define each variable)."""
     etas: dict[str, list[tuple[str, str]]] = {}
     for loop_name, exit_blocks in cfg.loop_exits.items():
         blocks = cfg.loops[loop_name].blocks
@@ -168,20 +181,37 @@ def _place_etas(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
     return etas
 
 
-def _definition_blocks(instrs: list[ir.Instruction], statements: dict[str, list[int]],
-                       *copies: dict[str, list[tuple[str, str]]]) -> dict[str, set[str]]:
-    """Blocks that define each source variable: instructions, then (gate, variable) copies
-    such as η and rejoin copies placed at the top of blocks."""
+def _definition_blocks(instrs: list[ir.Instruction], statements: dict[str, list[int]]
+                       ) -> dict[str, set[str]]:
+    """Blocks whose instructions define each source variable."""
     def_blocks: dict[str, set[str]] = {}
     for label, numbers in statements.items():
         for n in numbers:
-            if instrs[n].dest is not None:
-                def_blocks.setdefault(instrs[n].dest, set()).add(label)
-    for placed in copies:
-        for label, pairs in placed.items():
-            for _, var in pairs:
-                def_blocks.setdefault(var, set()).add(label)
+            dest = instrs[n].dest
+            if dest is not None:
+                blocks = def_blocks.get(dest)
+                if blocks is None:
+                    def_blocks[dest] = {label}
+                else:
+                    blocks.add(label)
     return def_blocks
+
+
+def _with_copies(def_blocks: dict[str, set[str]],
+                 placed: dict[str, list[tuple[str, str]]]) -> dict[str, set[str]]:
+    """`def_blocks` and the blocks of (gate, variable) copies such as η and rejoin copies
+    placed at the top of blocks (copying only the sets that grow)."""
+    if not placed:
+        return def_blocks
+    merged = dict(def_blocks)
+    grown: set[str] = set()
+    for label, pairs in placed.items():
+        for _, var in pairs:
+            if var not in grown:
+                grown.add(var)
+                merged[var] = set(merged.get(var, ()))
+            merged[var].add(label)
+    return merged
 
 
 def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
@@ -203,21 +233,21 @@ def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
 
 
 def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
-                live_in: dict[str, set[str]]) -> dict[str, list[str]]:
-    """Source variables that need a φ at each block (pruned by liveness).
+                live_in: dict[str, set[str]], live_blocks: dict[str, int]
+                ) -> dict[str, list[str]]:
+    """Source variables that need a φ at each block (pruned by liveness; `live_blocks`:
+    in how many blocks each variable is live).
 
     A variable live on entry to no block (a temporary used where it is defined) needs no
     φ, and its walk over the iterated frontier is skipped: in a nest of n `if`s each
     condition's frontier is the n joins around it, which made this quadratic."""
-    frontier = dominance_frontiers(cfg.graph, ENTRY, cfg.idom)
-    live_blocks: dict[str, int] = {}
-    for names in live_in.values():
-        for name in names:
-            live_blocks[name] = live_blocks.get(name, 0) + 1
+    frontier = dominance_frontiers(cfg.graph, ENTRY, cfg.idom, all_nodes=False)
     phis: dict[str, list[str]] = {}
     for var, blocks in def_blocks.items():
         unplaced = live_blocks.get(var, 0)  # blocks where a φ of var may still be needed
-        work = list(blocks) if unplaced else []
+        if not unplaced:
+            continue
+        work = list(blocks)
         placed: set[str] = set()
         while work and unplaced:
             b = work.pop()
@@ -271,120 +301,189 @@ class _Renamer:
         return name
 
 
-def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
-    """Convert a kernel (through its CFG) to gated SSA."""
-    instrs = cfg.kernel.instructions()
-    statements = _block_statements(cfg)
-    live_in = _liveness(cfg, instrs, statements)
-    etas = _place_etas(cfg, instrs, statements, live_in)
-    def_blocks = _definition_blocks(instrs, statements, etas)
-    phi_sources = _place_phis(cfg, def_blocks, live_in)
-    rejoins = _place_rejoins(cfg, live_in, def_blocks, phi_sources)
-    if rejoins:
-        phi_sources = _place_phis(cfg, _definition_blocks(instrs, statements, etas, rejoins),
-                                  live_in)
-    renamer = _Renamer(cfg, instrs)
-    stacks = renamer.stacks
-    uses: list[list[str | None]] = [[] for _ in instrs]
-    defs: list[str | None] = [None] * len(instrs)
-    phis: dict[str, list[str]] = {}
-    pending_phis: dict[str, list[SSAVar]] = {}
-    instruction_block = [""] * len(instrs)
-    for label, numbers in statements.items():
-        for n in numbers:
-            instruction_block[n] = label
+_NONE: tuple = ()  # what a block without φs, η or rejoin copies has of them
 
-    block_locs = {b.label: b.loc for b in cfg.kernel.blocks}
-    headers = {h: lp for lp in cfg.loops.values() for h in lp.headers}
 
-    def block_loc(label: str) -> ir.Loc:
-        return block_locs.get(cfg.synthetic.get(label, label), cfg.kernel.loc)
+class _RenameWalk:
+    """The renaming walk over the dominator tree: SSA names of every read and definition,
+    φ, η and rejoin copies at the top of blocks, and the φ operands from each predecessor.
 
-    children: dict[str, list[str]] = {}
-    for node, parent in cfg.idom.items():
-        children.setdefault(parent, []).append(node)
-    position = {label: i for i, label in enumerate(cfg.order)}
-    for kids in children.values():
-        kids.sort(key=lambda k: position.get(k, len(position)))
+    Per block it allocates only what the block has (a kernel of many small blocks spent
+    much of its time, and the memory that makes a large kernel slower per block, on empty
+    lists of copies and pushed names)."""
 
-    def enter(label: str) -> list[str]:
+    def __init__(self, cfg: ControlFlowGraph, instrs: list[ir.Instruction],
+                 statements: dict[str, list[int]], renamer: _Renamer,
+                 phi_sources: dict[str, list[str]], etas: dict[str, list[tuple[str, str]]],
+                 rejoins: dict[str, list[tuple[str, str]]]) -> None:
+        self.cfg = cfg
+        self.instrs = instrs
+        self.statements = statements
+        self.renamer = renamer
+        self.phi_sources = phi_sources
+        self.etas = etas
+        self.rejoins = rejoins
+        self.uses: list[list[str | None] | None] = [None] * len(instrs)
+        self.defs: list[str | None] = [None] * len(instrs)
+        self.instruction_block = [""] * len(instrs)
+        self.phis: dict[str, list[str]] = {}
+        self.pending_phis: dict[str, list[SSAVar]] = {}
+        # φ operands: the value reaching the end of each predecessor, per (φ block, source
+        # variable), attached once the walk is over.
+        self.incoming: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.block_locs = {b.label: b.loc for b in cfg.kernel.blocks}
+        self.headers = {h: lp for lp in cfg.loops.values() for h in lp.headers}
+
+    def block_loc(self, label: str) -> ir.Loc:
+        """Where a block is (a synthetic loop exit: its target)."""
+        return self.block_locs.get(self.cfg.synthetic.get(label, label), self.cfg.kernel.loc)
+
+    def children(self) -> dict[str, list[str]]:
+        """The dominator tree's children of each block, in block order: made in block
+        order (every node but ENTRY is in `cfg.order` but EXIT, last), not sorted."""
+        idom = self.cfg.idom
+        children: dict[str, list[str]] = {}
+        for node in (*self.cfg.order, EXIT):
+            parent = idom.get(node)
+            if parent is not None:
+                kids = children.get(parent)
+                if kids is None:
+                    children[parent] = [node]
+                else:
+                    kids.append(node)
+        return children
+
+    def run(self) -> None:
+        """Walk the dominator tree from ENTRY (pre-order, children in block order)."""
+        children = self.children()
+        stacks = self.renamer.stacks
+        successors = self.cfg.graph.successors
+        phi_sources = self.phi_sources
+        stack: list[tuple[str, list[str] | None]] = [(ENTRY, None)]
+        while stack:
+            label, pushed = stack.pop()
+            if pushed is not None:  # leaving the block: its definitions go out of scope
+                for source in pushed:
+                    stacks[source].pop()
+                continue
+            pushed = self.enter_copies(label) if (
+                label in phi_sources or label in self.etas or label in self.rejoins) else []
+            self.rename_statements(label, pushed)
+            for succ in successors(label):
+                if succ in phi_sources:
+                    self.feed_phis(label, succ)
+            stack.append((label, pushed))
+            kids = children.get(label)
+            if kids:
+                stack.extend((child, None) for child in reversed(kids))
+        for label, block_phis in self.pending_phis.items():
+            for var in block_phis:
+                var.incoming = self.incoming.get((label, var.source), [])
+                var.operands = [v for _, v in var.incoming]
+
+    def enter_copies(self, label: str) -> list[str]:
+        """Define the block's φs, then its η and rejoin copies; the sources pushed."""
+        renamer = self.renamer
         pushed: list[str] = []
-        loc = block_loc(label)
-        header_of = headers.get(label)
+        loc = self.block_loc(label)
+        header_of = self.headers.get(label)
         block_phis: list[SSAVar] = []
-        for source in phi_sources.get(label, []):
+        for source in self.phi_sources.get(label, _NONE):
             var = SSAVar("", source, "phi", label, loc, phi_kind="gamma")
             if header_of is not None:
                 var.phi_kind, var.loop = "mu", header_of.name
             renamer._define(source, var)
             pushed.append(source)
             block_phis.append(var)
-        pending_phis[label] = block_phis
+        self.pending_phis[label] = block_phis
         names = [v.name for v in block_phis]
-        for loop_name, source in etas.get(label, []):
+        for loop_name, source in self.etas.get(label, _NONE):
             operand = renamer.current(source, loc)
             var = SSAVar("", source, "eta", label, loc, operands=[operand], loop=loop_name,
                          phi_kind="eta")
             names.append(renamer._define(source, var))
             pushed.append(source)
-        for loop_name, source in rejoins.get(label, []):
+        for loop_name, source in self.rejoins.get(label, _NONE):
             operand = renamer.current(source, loc)
             var = SSAVar("", source, "rejoin", label, loc, operands=[operand],
                          loop=loop_name, phi_kind="rejoin")
             names.append(renamer._define(source, var))
             pushed.append(source)
         if names:
-            phis[label] = names
-        for n in statements[label]:
+            self.phis[label] = names
+        return pushed
+
+    def rename_statements(self, label: str, pushed: list[str]) -> None:
+        """SSA names of the reads and definitions of the block's instructions (`_define`
+        and `current` inline: a kernel's commonest work), the sources defined pushed."""
+        renamer = self.renamer
+        stacks, counters, variables = renamer.stacks, renamer.counters, renamer.variables
+        instrs, uses, defs = self.instrs, self.uses, self.defs
+        instruction_block = self.instruction_block
+        var_type, special_type = ir.Var, ir.Special
+        for n in self.statements[label]:
             instr = instrs[n]
+            instruction_block[n] = label
             # Each read's SSA name (a register: the definition that reaches here; a special
-            # register: its own name; a literal: None), inline: a kernel's commonest work.
+            # register: its own name; a literal: None).
             read: list[str | None] = []
             for arg in instr.reads:
                 kind = type(arg)
-                if kind is ir.Var:
+                if kind is var_type:
                     stack = stacks.get(arg.name)
                     read.append(stack[-1] if stack else renamer.current(arg.name, instr.loc))
                 else:
-                    read.append(arg.name if kind is ir.Special else None)
+                    read.append(arg.name if kind is special_type else None)
             uses[n] = read
-            if instr.dest is not None:
-                operands = uses[n][:len(instr.args)]
-                var = SSAVar("", instr.dest, instr.kind, label, instr.loc,
-                             operands=[u for u in operands if u is not None],
-                             instruction=instr.id)
-                defs[n] = renamer._define(instr.dest, var)
-                pushed.append(instr.dest)
-        return pushed
+            dest = instr.dest
+            if dest is not None:
+                count = counters.get(dest, 0) + 1
+                counters[dest] = count
+                name = f"{dest}#{count}"
+                variables[name] = SSAVar(
+                    name, dest, instr.kind, label, instr.loc,
+                    operands=[u for u in read[:len(instr.args)] if u is not None],
+                    instruction=instr.id)
+                stack = stacks.get(dest)
+                if stack is None:
+                    stacks[dest] = [name]
+                else:
+                    stack.append(name)
+                defs[n] = name
+                pushed.append(dest)
 
-    # φ operands: the value reaching the end of each predecessor, recorded per (φ block,
-    # source variable) and attached once the walk is over.
-    incoming: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    def feed_phis(self, label: str, succ: str) -> None:
+        """Record, for each φ of `succ`, the value that reaches it from `label`."""
+        current, incoming = self.renamer.current, self.incoming
+        loc = self.block_loc(succ)
+        for source in self.phi_sources[succ]:
+            key = (succ, source)
+            pairs = incoming.get(key)
+            if pairs is None:
+                pairs = incoming[key] = []
+            pairs.append((label, current(source, loc)))
 
-    def feed_successor_phis(label: str) -> None:
-        for succ in cfg.graph.successors(label):
-            for source in phi_sources.get(succ, []):
-                incoming.setdefault((succ, source), []).append(
-                    (label, renamer.current(source, block_loc(succ))))
 
-    stack: list[tuple[str, bool]] = [(ENTRY, False)]
-    pushed_by: dict[str, list[str]] = {}
-    while stack:
-        label, done = stack.pop()
-        if done:
-            for source in pushed_by.pop(label):
-                renamer.stacks[source].pop()
-            continue
-        pushed_by[label] = enter(label)
-        feed_successor_phis(label)
-        stack.append((label, True))
-        for child in reversed(children.get(label, [])):
-            stack.append((child, False))
-
-    for label, block_phis in pending_phis.items():
-        for var in block_phis:
-            var.incoming = incoming.get((label, var.source), [])
-            var.operands = [v for _, v in var.incoming]
+def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
+    """Convert a kernel (through its CFG) to gated SSA."""
+    instrs = cfg.kernel.instructions()
+    statements = _block_statements(cfg)
+    def_blocks = _definition_blocks(instrs, statements)
+    live_in, live_blocks = _liveness(cfg, instrs, statements, def_blocks)
+    etas = _place_etas(cfg, def_blocks, live_in)
+    def_blocks = _with_copies(def_blocks, etas)
+    phi_sources = _place_phis(cfg, def_blocks, live_in, live_blocks)
+    rejoins = _place_rejoins(cfg, live_in, def_blocks, phi_sources)
+    if rejoins:
+        phi_sources = _place_phis(cfg, _with_copies(def_blocks, rejoins), live_in,
+                                  live_blocks)
+    renamer = _Renamer(cfg, instrs)
+    walk = _RenameWalk(cfg, instrs, statements, renamer, phi_sources, etas, rejoins)
+    walk.run()
+    uses, defs, instruction_block = walk.uses, walk.defs, walk.instruction_block
+    for n, read in enumerate(uses):
+        if read is None:  # an instruction of an unreachable block
+            uses[n] = []
 
     branches = []
     for n, instr in enumerate(instrs):
@@ -393,5 +492,5 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     undefined = sorted(renamer.undefined.items(), key=lambda item: (item[1].line, item[0]))
     ids = [i.id for i in instrs]
     return SSAForm(cfg, renamer.variables, dict(zip(ids, uses, strict=True)),
-                   dict(zip(ids, defs, strict=True)), phis, branches, undefined,
+                   dict(zip(ids, defs, strict=True)), walk.phis, branches, undefined,
                    dict(zip(ids, instruction_block, strict=True)))
