@@ -43,9 +43,10 @@ def kernel_json(result: KernelResult, path: str = "") -> dict:
         if var.gated_by:
             entry["gated_by"] = var.gated_by
         if var.affine is not None:
-            entry["affine"] = dict(zip(("tid2", "tid", "const"),
-                                       ("bottom" if c is None else c for c in var.affine),
-                                       strict=True))
+            tid2, tid, const = var.affine
+            entry["affine"] = {"tid2": "bottom" if tid2 is None else tid2,
+                               "tid": "bottom" if tid is None else tid,
+                               "const": "bottom" if const is None else const}
         variables.append(entry)
     branches = [{"label": b.label, "line": b.line, "column": b.column,
                  "divergent": b.divergent, "condition": b.condition, "target": b.target,
