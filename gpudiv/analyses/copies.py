@@ -152,7 +152,7 @@ def _unfold_reasons(rows: list[tuple], folding: Folding, ssa: SSAForm,
     is not uniform, from the variable it copies."""
     root = folding.root
     readers = {name for name, var in ssa.variables.items()
-               if name not in root and any(u in root for u in var.operands)}
+               if name not in root and not root.keys().isdisjoint(var.operands)}
     kept = [row for row in rows if row[0] not in readers]
     own: dict[str, list[tuple]] = {}
     for row in rows:

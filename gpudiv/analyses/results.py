@@ -147,7 +147,10 @@ class KernelResult(Record):
     @property
     def summary(self) -> dict[str, int]:
         """Counts for reports: variables by class, branches, divergent branches."""
-        count = {klass: sum(1 for v in self.variables if v.klass == klass) for klass in CLASSES}
+        count = dict.fromkeys(CLASSES, 0)
+        for var in self.variables:  # (one pass, not one per class)
+            if var.klass in count:
+                count[var.klass] += 1
         return {
             "variables": len(self.variables),
             "uniform": count["constant"] + count["uniform"],

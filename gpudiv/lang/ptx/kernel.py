@@ -150,7 +150,10 @@ def _addresses(instr: ir.Instruction) -> list[str]:
     if instr.space == "generic" and instr.kind in (ir.LOAD, ir.STORE, ir.ATOMIC):
         chosen = instr.args[:1]
     else:
-        chosen = tuple(instr.args[k] for k in instr.attrs.get("address_args", ()))
+        keys = instr.attrs.get("address_args")
+        if not keys:  # (most instructions: no generator made for them)
+            return []
+        chosen = [instr.args[k] for k in keys]
     return [a.name for a in chosen if isinstance(a, ir.Var)]
 
 

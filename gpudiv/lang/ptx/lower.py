@@ -306,7 +306,10 @@ class _KernelLowering:
         return ir.Var(full)
 
     def values(self, frame: _Frame, ops: list) -> tuple[ir.Operand, ...]:
-        return tuple(v for o in ops for v in self.value(frame, o))
+        flat: list[ir.Operand] = []
+        for op in ops:
+            flat += self.value(frame, op)
+        return tuple(flat)
 
     def operand_notes(self, frame: _Frame, ops: list) -> dict[str, tuple]:
         """What `values` flattens away, aligned with its result: for each IR operand the
