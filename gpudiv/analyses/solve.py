@@ -611,9 +611,9 @@ def solve_together(rule_files: list[Path | str], facts: dict[int, str | list[tup
     kernel_of: dict[tuple, SolveResult | None] = {}
     for symbol, atom in zip(result.symbol_ids, atoms, strict=True):
         key = tuple(map(owner, atom[1])) if atom is not None else None
-        own = kernel_of.get(key, NOT_PLAIN)
-        if own is NOT_PLAIN:
-            own = kernel_of[key] = _owner(key, results)
+        if key not in kernel_of:
+            kernel_of[key] = _owner(key, results)
+        own = kernel_of[key]
         if own is None:  # no kernel, several, or an argument that is not plain
             raise NotSeparable(symbol_text(symbol))
         own.atoms[atom[0]].append(tuple(map(value, atom[1])))

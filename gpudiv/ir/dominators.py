@@ -111,11 +111,7 @@ def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = Non
     diamonds, and memory is what makes a large kernel slower per block)."""
     if idom is None:
         idom = immediate_dominators(graph, start)
-    frontier: dict = dict.fromkeys(idom) if all_nodes else {}
-    if all_nodes:
-        frontier[start] = None
-        for node in frontier:
-            frontier[node] = set()
+    frontier: dict = {node: set() for node in (*idom, start)} if all_nodes else {}
     in_degree = graph.in_degree
     for node in (*idom, start):
         if node != start and in_degree(node) < 2:
