@@ -21,12 +21,13 @@ from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
     branch_results,
+    first_reason,
+    grouped_reasons,
     kernel_warnings,
 )
 from gpudiv.analyses.simple import (
     HIDDEN_KINDS,
     _gates,
-    first_reasons,
     joins_by_block,
     uniform_branch_rows,
     write_back,
@@ -77,7 +78,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
     classes = dict(solved.relation("affine_class"))
     # affine_constant(V, K) is class `constant` with K its known constant term.
     constants = {var: values[var][2] for var, klass in classes.items() if klass == "constant"}
-    reasons = first_reasons(solved.relation("affine_reason"))
+    reasons = grouped_reasons(solved.relation("affine_reason"))
     joins = joins_by_block(solved)
     variables = []
     for var in ssa.variables.values():
@@ -85,8 +86,8 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
             continue
         variables.append(VariableResult(
             var.name, var.source, var.loc.line, classes[var.name], var.kind,
-            constants.get(var.name), reasons.get(var.name), _gates(var, joins, ssa.cfg.rejoins),
-            values.get(var.name, ALL_UNKNOWN)))
+            constants.get(var.name), first_reason(reasons, var.name),
+            _gates(var, joins, ssa.cfg.rejoins), values.get(var.name, ALL_UNKNOWN)))
     divergent_branches = solved.unary("affine_divergent_branch")
     branches = branch_results(ssa, divergent_branches)
     warnings = kernel_warnings(ssa)
@@ -97,10 +98,12 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
     # The generic names that reports and findings read (reason/3, as divergence.lp).
     relations["reason"] = list(relations.get("affine_reason", []))
     relations["divergent_loop_exit"] = list(relations.get("affine_divergent_loop_exit", []))
-    return KernelResult(
+    result = KernelResult(
         kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
         ssa, timing, {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
         relations)
+    result.keep_reasons(reasons)
+    return result
 
 
 def _bottoms(ssa: SSAForm, values: dict[str, Coefficients], degree: int) -> list[tuple]:

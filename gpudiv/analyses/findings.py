@@ -257,16 +257,12 @@ _SOURCE_WORDS = {
 
 
 def _reasons(result: KernelResult) -> dict[str, list[tuple[str, str]]]:
-    """Every `reason(V, Why, From)` of the result, by V (from the solved relations)."""
-    reasons: dict[str, list[tuple[str, str]]] = {}
-    for var, why, origin in result.relations.get("reason", []):
-        reasons.setdefault(str(var), []).append((str(why), str(origin)))
-    for listed in reasons.values():  # each variable's few, not all of them: linear
-        listed.sort()
+    """Every `reason(V, Why, From)` of the result, by V (grouped once per result,
+    `KernelResult.reasons`); without that relation, each variable's shown reason."""
+    reasons = result.reasons()
     if not reasons:
-        for var in result.variables:
-            if var.reason is not None:
-                reasons[var.name] = [var.reason]
+        reasons = {var.name: [var.reason] for var in result.variables
+                   if var.reason is not None}
     return reasons
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gpudiv import ir
 from gpudiv.analyses.launch_shape import BlockShape
 from gpudiv.ir.record import Record
@@ -132,6 +134,25 @@ class KernelResult(Record):
         self.relations = {} if relations is None else relations
         self.block = block
         self.calling_context = calling_context
+        self._grouped_reasons: dict[str, list[tuple[str, str]]] | None = None
+
+    def __getstate__(self) -> dict:
+        """Pickled without the memoised reasons (`reasons`: rebuilt where needed)."""
+        state = dict(self.__dict__)
+        state["_grouped_reasons"] = None
+        return state
+
+    def reasons(self) -> dict[str, list[tuple[str, str]]]:
+        """Each variable's `(rule, origin)` reasons of the reason/3 relation, sorted
+        (memoised: the drivers give a new result the grouping they chose its variables'
+        reasons from, so findings do not group the relation a second time)."""
+        if self._grouped_reasons is None:
+            self._grouped_reasons = grouped_reasons(self.relations.get("reason", ()))
+        return self._grouped_reasons
+
+    def keep_reasons(self, grouped: dict[str, list[tuple[str, str]]]) -> None:
+        """Memoise `reasons()` as `grouped` (`grouped_reasons` of this result's reason/3)."""
+        self._grouped_reasons = grouped
 
     def variable(self, name: str) -> VariableResult:
         """The result for one SSA variable."""
@@ -160,6 +181,30 @@ class KernelResult(Record):
             "branches": len(self.branches),
             "divergent_branches": sum(1 for b in self.branches if b.divergent),
         }
+
+
+def grouped_reasons(rows: Iterable[tuple]) -> dict[str, list[tuple[str, str]]]:
+    """The `(rule, origin)` pairs of reason/3 rows by variable, each variable's sorted
+    (its first is the reason `VariableResult.reason` shows)."""
+    grouped: dict[str, list[tuple[str, str]]] = {}
+    several = []
+    for var, why, origin in rows:
+        listed = grouped.get(var)
+        if listed is None:
+            grouped[var] = [(why, origin)]
+        else:
+            if len(listed) == 1:
+                several.append(listed)
+            listed.append((why, origin))
+    for listed in several:  # (most variables have one reason: no sort call for those)
+        listed.sort()
+    return grouped
+
+
+def first_reason(grouped: dict[str, list[tuple[str, str]]], var: str) -> tuple[str, str] | None:
+    """The reason a variable's result shows: the least of its `grouped_reasons`, if any."""
+    listed = grouped.get(var)
+    return listed[0] if listed else None
 
 
 def kernel_warnings(ssa: SSAForm) -> list[tuple[str, ir.Loc]]:

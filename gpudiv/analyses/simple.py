@@ -13,6 +13,8 @@ from gpudiv.analyses.results import (
     KernelResult,
     VariableResult,
     branch_results,
+    first_reason,
+    grouped_reasons,
     kernel_warnings,
 )
 from gpudiv.analyses.solve import SolveResult, shipped_rule
@@ -37,17 +39,6 @@ def _gates(var: SSAVar, joins: dict[str, list[str]], rejoins: dict[str, Rejoin])
     return []
 
 
-def first_reasons(triples: list[tuple]) -> dict[str, tuple[str, str]]:
-    """One (rule, origin) per variable from reason/3 triples: the first in sorted order
-    (the least per variable: one pass, no sort of all the triples)."""
-    reasons: dict[str, tuple[str, str]] = {}
-    for var, why, origin in triples:
-        known = reasons.get(var)
-        if known is None or (why, origin) < known:
-            reasons[var] = (why, origin)
-    return reasons
-
-
 def joins_by_block(solved: SolveResult) -> dict[str, list[str]]:
     """For each join block, the branch blocks whose paths meet there (join/2), sorted."""
     joins: dict[str, list[str]] = {}
@@ -63,7 +54,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
     """The typed result of the simple analysis from its solved atoms."""
     divergent = solved.unary("divergent")
     constants = {v: k for v, k in solved.relation("constant")}
-    reasons = first_reasons(solved.relation("reason"))
+    reasons = grouped_reasons(solved.relation("reason"))
     joins = joins_by_block(solved)
     variables = []
     for var in ssa.variables.values():
@@ -76,7 +67,7 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
         else:
             klass = "uniform"
         variables.append(VariableResult(var.name, var.source, var.loc.line, klass, var.kind,
-                                        constants.get(var.name), reasons.get(var.name),
+                                        constants.get(var.name), first_reason(reasons, var.name),
                                         _gates(var, joins, ssa.cfg.rejoins)))
     divergent_branches = solved.unary("divergent_branch")
     branches = branch_results(ssa, divergent_branches)
@@ -85,10 +76,12 @@ def build_result(name: str, kernel: ir.Kernel, ssa: SSAForm, solved: SolveResult
     write_back(relations, {
         "uniform": [(v,) for v in ssa.variables if v not in divergent],
         "uniform_branch": uniform_branch_rows(ssa, divergent_branches)})
-    return KernelResult(
+    result = KernelResult(
         kernel.name, name, kernel.instruction_count, len(kernel.blocks), variables, branches,
         ssa, timing, {"atoms": solved.atom_count, "rules": solved.rule_count}, warnings,
         relations)
+    result.keep_reasons(reasons)
+    return result
 
 
 def uniform_branch_rows(ssa: SSAForm, divergent_blocks: set[str]) -> list[tuple[str]]:
