@@ -14,7 +14,7 @@ from gpudiv.ir.digraph import (
     DiGraph,
     ancestors,
     descendants,
-    first_sink_component,
+    sink_components,
     strongly_connected_components,
 )
 from gpudiv.ir.dominators import immediate_dominators
@@ -204,20 +204,20 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     position = {label: i for i, label in enumerate(order)}
     # Post-dominance needs every block to reach the exit: connect endless loops to it, in
     # a copy of the graph made only then (otherwise the two stay equal: edits go to both).
+    # Each component of the blocks that cannot reach the exit that has no successor among
+    # them gets one edge, from its last block; every other such block reaches one of them.
+    # (Adding one edge at a time and searching again was quadratic in the endless loops.)
     pdom_graph = graph
     no_exit: list[str] = []
-    while True:
-        reaching = ancestors(pdom_graph, EXIT)
-        reaching.add(EXIT)
-        stuck = [n for n in order if n not in reaching]
-        if not stuck:
-            break
-        if pdom_graph is graph:
-            pdom_graph = graph.copy()
-        sink = first_sink_component(pdom_graph.subgraph(stuck))
-        member = max(sink, key=position.__getitem__)
-        pdom_graph.add_edge(member, EXIT)
-        no_exit.append(member)
+    reaching = ancestors(graph, EXIT)
+    reaching.add(EXIT)
+    stuck = [n for n in order if n not in reaching]
+    if stuck:
+        pdom_graph = graph.copy()
+        for sink in sink_components(graph.subgraph(stuck)):
+            member = max(sink, key=position.__getitem__)
+            pdom_graph.add_edge(member, EXIT)
+            no_exit.append(member)
 
     position[ENTRY] = -1
     position[EXIT] = len(order)

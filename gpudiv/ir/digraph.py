@@ -239,9 +239,9 @@ def strongly_connected_components(graph: DiGraph) -> list[set]:
     return found
 
 
-def first_sink_component(graph: DiGraph) -> set:
-    """The members of the first component without successors in a topological order of
-    the condensation (components numbered as `strongly_connected_components` finds them,
+def sink_components(graph: DiGraph) -> list[set]:
+    """The members of every component without successors, in a topological order of the
+    condensation (components numbered as `strongly_connected_components` finds them,
     generation by generation from those without predecessors; networkx's order)."""
     components = strongly_connected_components(graph)
     which = {node: i for i, component in enumerate(components) for node in component}
@@ -252,15 +252,16 @@ def first_sink_component(graph: DiGraph) -> set:
         if a != b and b not in out[a]:
             out[a][b] = None
             indegree[b] += 1
+    sinks = []
     generation = [i for i in range(len(components)) if indegree[i] == 0]
     while generation:
         following = []
         for i in generation:
             if not out[i]:
-                return components[i]
+                sinks.append(components[i])
             for j in out[i]:
                 indegree[j] -= 1
                 if indegree[j] == 0:
                     following.append(j)
         generation = following
-    raise ValueError("graph has no nodes")
+    return sinks

@@ -103,21 +103,21 @@ class SSAForm(Record):
         return self.uses[instruction][arg]
 
 
-def _block_statements(cfg: ControlFlowGraph) -> dict[str, list[int]]:
-    """Instruction numbers (program order) of each block of the CFG."""
-    statements: dict[str, list[int]] = {label: [] for label in cfg.graph.nodes}
+def _block_statements(cfg: ControlFlowGraph) -> dict[str, range]:
+    """Instruction numbers (program order) of each block of the CFG, as a range (a list
+    held an int object per instruction)."""
+    statements: dict[str, range] = dict.fromkeys(cfg.graph.nodes, range(0))
     index = 0
     for block in cfg.kernel.blocks:
         end = index + len(block.instructions)
-        numbers = statements.get(block.label)
-        if numbers is not None:  # (not a block removed as unreachable)
-            numbers.extend(range(index, end))
+        if block.label in statements:  # (not a block removed as unreachable)
+            statements[block.label] = range(index, end)
         index = end
     return statements
 
 
 def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
-              statements: dict[str, list[int]],
+              statements: dict[str, range],
               def_blocks: dict[str, set[str]]) -> tuple[dict[str, set[str]], dict[str, int]]:
     """Live-in source variables of each block, and in how many blocks each variable is
     live (counted here, not by going through every live set again).
@@ -181,7 +181,7 @@ def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
     return etas
 
 
-def _definition_blocks(instrs: list[ir.Instruction], statements: dict[str, list[int]]
+def _definition_blocks(instrs: list[ir.Instruction], statements: dict[str, range]
                        ) -> dict[str, set[str]]:
     """Blocks whose instructions define each source variable."""
     def_blocks: dict[str, set[str]] = {}
@@ -313,7 +313,7 @@ class _RenameWalk:
     lists of copies and pushed names)."""
 
     def __init__(self, cfg: ControlFlowGraph, instrs: list[ir.Instruction],
-                 statements: dict[str, list[int]], renamer: _Renamer,
+                 statements: dict[str, range], renamer: _Renamer,
                  phi_sources: dict[str, list[str]], etas: dict[str, list[tuple[str, str]]],
                  rejoins: dict[str, list[tuple[str, str]]]) -> None:
         self.cfg = cfg

@@ -1,6 +1,7 @@
 """CFG construction, dominance, loops and dedicated loop exits."""
 
 from gpudiv.ir.cfg import ENTRY, EXIT, build_cfg, reconvergence_points
+from gpudiv.ir.digraph import ancestors
 from gpudiv.lang.musimd.parse import parse_musimd
 
 
@@ -29,6 +30,31 @@ def test_endless_loop_gets_an_exit_for_post_dominance():
     cfg = cfg_of("kernel k()\nL: x = 1\n jump L\n")
     assert cfg.no_exit == ["L"]
     assert cfg.ipdom["L"] == EXIT
+
+
+def test_every_endless_loop_gets_one_exit_from_one_search(monkeypatch):
+    """Each sink among the blocks that cannot reach the exit gets one edge, and the blocks
+    that reach the exit are searched once (once per endless loop was quadratic)."""
+    from gpudiv.ir import cfg as cfg_module
+
+    searches = []
+
+    def counted(graph, start):
+        searches.append(start)
+        return ancestors(graph, start)
+
+    monkeypatch.setattr(cfg_module, "ancestors", counted)
+    lines = ["kernel k(a)", "  t = tid"]
+    for i in range(40):
+        lines += [f"  c{i} = t == {i}", f"  bnz c{i}, S{i}"]
+    lines += ["  bz a, Q", "  stop", "Q: x = 1", "  jump R", "R: jump Q"]
+    for i in range(40):
+        lines += [f"S{i}: x = x + 1", f"  jump S{i}"]
+    cfg = cfg_of("\n".join(lines) + "\n")
+    assert searches == [EXIT]
+    assert cfg.no_exit == ["R"] + [f"S{i}" for i in range(40)]
+    assert all(cfg.ipdom[f"S{i}"] == EXIT for i in range(40))
+    assert cfg.ipdom["Q"] == "R" and cfg.ipdom["R"] == EXIT
 
 
 def test_nested_loops_forest():
