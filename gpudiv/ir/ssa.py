@@ -116,23 +116,15 @@ def _block_statements(cfg: ControlFlowGraph) -> dict[str, range]:
     return statements
 
 
-def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
-              statements: dict[str, range],
-              def_blocks: dict[str, set[str]]) -> tuple[dict[str, set[str]], dict[str, int]]:
-    """Live-in source variables of each block, and in how many blocks each variable is
-    live (counted here, not by going through every live set again).
-
-    A backward may-analysis: each upward-exposed
-    use is followed backwards through the predecessors until a block that defines it
-    (`def_blocks`), so every (block, variable) pair is reached once. Iterating the
-    equations over all blocks until nothing changed redid every live set once per loop
-    level and copied it each time (0.99 s against 0.42 s on a 100,000-instruction loop
-    nest).
-
-    Every block of a CFG that `build_cfg` made is reachable from the entry but the exit,
-    which has no statements and precedes no block: a walk needs no reachability test."""
+def _block_uses(instrs: list[ir.Instruction], statements: dict[str, range]
+                ) -> tuple[dict[str, set[str]], list[tuple[str, list[str]]], dict[str, set[str]]]:
+    """In one pass over the instructions: each block's upward-exposed uses (the start of
+    its live-in set), the blocks that have any (each with them), and the blocks whose
+    instructions define each source variable (a second pass for the definitions went
+    through every instruction of a large kernel again)."""
     live_in: dict[str, set[str]] = {}
     exposed: list[tuple[str, list[str]]] = []  # (block, upward-exposed uses) to walk from
+    def_blocks: dict[str, set[str]] = {}
     defined: set[str] = set()  # one set, cleared per block: a set per block was memory
     var_type = ir.Var
     for label, numbers in statements.items():
@@ -144,10 +136,35 @@ def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
             for arg in instr.reads:  # (`used_vars` without its list)
                 if type(arg) is var_type and arg.name not in defined:
                     live.add(arg.name)
-            if instr.dest is not None:
-                defined.add(instr.dest)
+            dest = instr.dest
+            if dest is not None and dest not in defined:
+                defined.add(dest)
+                blocks = def_blocks.get(dest)
+                if blocks is None:
+                    def_blocks[dest] = {label}
+                else:
+                    blocks.add(label)
         if live:
             exposed.append((label, list(live)))
+    return live_in, exposed, def_blocks
+
+
+def _liveness(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
+              exposed: list[tuple[str, list[str]]],
+              def_blocks: dict[str, set[str]]) -> dict[str, int]:
+    """Complete `live_in` (each block's upward-exposed uses, `_block_uses`) to the live-in
+    source variables of each block, and count in how many blocks each variable is live
+    (here, not by going through every live set again).
+
+    A backward may-analysis: each upward-exposed
+    use is followed backwards through the predecessors until a block that defines it
+    (`def_blocks`), so every (block, variable) pair is reached once. Iterating the
+    equations over all blocks until nothing changed redid every live set once per loop
+    level and copied it each time (0.99 s against 0.42 s on a 100,000-instruction loop
+    nest).
+
+    Every block of a CFG that `build_cfg` made is reachable from the entry but the exit,
+    which has no statements and precedes no block: a walk needs no reachability test."""
     predecessors = cfg.graph.predecessors
     no_blocks: set[str] = set()
     live_blocks: dict[str, int] = {}
@@ -164,7 +181,7 @@ def _liveness(cfg: ControlFlowGraph, instrs: list[ir.Instruction],
                         count += 1
                         work.append(pred)
             live_blocks[name] = count
-    return live_in, live_blocks
+    return live_blocks
 
 
 def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
@@ -179,22 +196,6 @@ def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                 if def_blocks.get(var, set()) & blocks:
                     etas.setdefault(exit_block, []).append((loop_name, var))
     return etas
-
-
-def _definition_blocks(instrs: list[ir.Instruction], statements: dict[str, range]
-                       ) -> dict[str, set[str]]:
-    """Blocks whose instructions define each source variable."""
-    def_blocks: dict[str, set[str]] = {}
-    for label, numbers in statements.items():
-        for n in numbers:
-            dest = instrs[n].dest
-            if dest is not None:
-                blocks = def_blocks.get(dest)
-                if blocks is None:
-                    def_blocks[dest] = {label}
-                else:
-                    blocks.add(label)
-    return def_blocks
 
 
 def _with_copies(def_blocks: dict[str, set[str]],
@@ -440,10 +441,12 @@ class _RenameWalk:
                 count = counters.get(dest, 0) + 1
                 counters[dest] = count
                 name = f"{dest}#{count}"
-                variables[name] = SSAVar(
-                    name, dest, instr.kind, label, instr.loc,
-                    operands=[u for u in read[:len(instr.args)] if u is not None],
-                    instruction=instr.id)
+                # The reads are the operands unless a guard or a literal is among them
+                # (then a list of its own: no list per definition otherwise).
+                operands = read if len(read) == len(instr.args) and None not in read \
+                    else [u for u in read[:len(instr.args)] if u is not None]
+                variables[name] = SSAVar(name, dest, instr.kind, label, instr.loc,
+                                         operands=operands, instruction=instr.id)
                 stack = stacks.get(dest)
                 if stack is None:
                     stacks[dest] = [name]
@@ -468,8 +471,8 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     """Convert a kernel (through its CFG) to gated SSA."""
     instrs = cfg.kernel.instructions()
     statements = _block_statements(cfg)
-    def_blocks = _definition_blocks(instrs, statements)
-    live_in, live_blocks = _liveness(cfg, instrs, statements, def_blocks)
+    live_in, exposed, def_blocks = _block_uses(instrs, statements)
+    live_blocks = _liveness(cfg, live_in, exposed, def_blocks)
     etas = _place_etas(cfg, def_blocks, live_in)
     def_blocks = _with_copies(def_blocks, etas)
     phi_sources = _place_phis(cfg, def_blocks, live_in, live_blocks)
