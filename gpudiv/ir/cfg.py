@@ -137,30 +137,40 @@ def successor_labels(kernel: ir.Kernel, index: int) -> list[str]:
 
 def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
                  loops: dict[str, Loop], entering: DiGraph | None = None) -> None:
-    """Find the cycles of `graph` and recurse into each with its header edges removed; a
-    member is a header when an edge of `entering` (default: `graph`) comes in from outside."""
-    entering = graph if entering is None else entering
-    for component in strongly_connected_components(graph):
-        if len(component) == 1:
-            (only,) = component
-            if not graph.has_edge(only, only):
-                continue
-        headers = sorted(
-            (n for n in component if any(p not in component for p in entering.predecessors(n))),
-            key=order.get)
-        if not headers:
-            headers = [min(component, key=order.get)]
-        loop = Loop(headers[0], headers, set(component),
-                    parent.name if parent else None, (parent.depth + 1) if parent else 1)
-        loops[loop.name] = loop
-        # the cycle's own edges, header entries removed (walking only its members: a
-        # copy of the graph per cycle was quadratic in a kernel of many loop nests)
-        members = sorted(component, key=order.get)
-        inner = DiGraph()
-        inner.add_nodes_from(members)
-        inner.add_edges_from((u, v) for u in members for v in graph.successors(u)
-                             if v in component and v not in headers)
-        _loop_forest(inner, order, loop, loops)
+    """Find the cycles of `graph` and, in each with its header edges removed, the cycles
+    within; a member is a header when an edge of `entering` (default: `graph`) comes in
+    from outside. `loops` gets them outermost first, each loop's inner loops before its
+    next sibling (a stack of the nests being searched, not recursion: a nest a thousand
+    loops deep exceeded Python's recursion limit)."""
+    searching = [(graph, entering or graph, parent,
+                  iter(strongly_connected_components(graph)))]
+    while searching:
+        graph, entering, parent, components = searching[-1]
+        for component in components:
+            if len(component) == 1:
+                (only,) = component
+                if not graph.has_edge(only, only):
+                    continue
+            headers = sorted(
+                (n for n in component
+                 if any(p not in component for p in entering.predecessors(n))),
+                key=order.get)
+            if not headers:
+                headers = [min(component, key=order.get)]
+            loop = Loop(headers[0], headers, set(component),
+                        parent.name if parent else None, (parent.depth + 1) if parent else 1)
+            loops[loop.name] = loop
+            # the cycle's own edges, header entries removed (walking only its members: a
+            # copy of the graph per cycle was quadratic in a kernel of many loop nests)
+            members = sorted(component, key=order.get)
+            inner = DiGraph()
+            inner.add_nodes_from(members)
+            inner.add_edges_from((u, v) for u in members for v in graph.successors(u)
+                                 if v in component and v not in headers)
+            searching.append((inner, inner, loop, iter(strongly_connected_components(inner))))
+            break
+        else:
+            searching.pop()
 
 
 def _forward_only(graph: DiGraph, order: list[str], position: dict[str, int]) -> bool:

@@ -57,6 +57,28 @@ def test_every_endless_loop_gets_one_exit_from_one_search(monkeypatch):
     assert cfg.ipdom["Q"] == "R" and cfg.ipdom["R"] == EXIT
 
 
+def test_a_loop_nest_deeper_than_the_recursion_limit_gets_its_forest():
+    """The loop forest is searched with a stack of its own, not by recursion."""
+    import sys
+
+    depth = 300
+    lines = ["kernel k(a)", "  i0 = 0"]
+    for j in range(depth):
+        lines += [f"H{j}: c{j} = i{j} < a", f"  bz c{j}, X{j}", f"  i{j + 1} = 0"]
+    for j in reversed(range(depth)):
+        lines += [f"  i{j} = i{j} + 1", f"  jump H{j}", f"X{j}: sync"]
+    lines.append("  stop")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)
+    try:
+        cfg = cfg_of("\n".join(lines) + "\n")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert list(cfg.loops) == [f"H{j}" for j in range(depth)]
+    assert [cfg.loops[f"H{j}"].depth for j in (0, 1, depth - 1)] == [1, 2, depth]
+    assert cfg.loops[f"H{depth - 1}"].parent == f"H{depth - 2}"
+
+
 def test_nested_loops_forest():
     cfg = cfg_of("kernel k()\nO: bz tid, D\nI: bz laneid, X\n jump I\nX: sync\n jump O\n"
                  "D: sync\n stop\n")
