@@ -147,3 +147,44 @@ def test_duplicate_parameters_and_wide_literals_are_warned():
     assert "4294967296 does not fit in 32 bits; it is taken modulo 2^32 (0)" in \
         program.diagnostics[1].message
     assert len(program.kernels) == 1
+
+
+THREE_KERNELS = """kernel a()
+  x = 1
+  stop
+
+kernel b(p)
+  y = p + 1
+  bz y, L  # gpudiv: reconverge L
+  y = 2
+L: sync
+  stop
+kernel c()
+  z = = 1
+"""
+
+
+def test_places_in_later_kernels_are_lines_of_the_file(monkeypatch):
+    """Each kernel is parsed on its own text (not padded to its place in the file: that
+    made parsing quadratic in a file of many kernels), its places moved to the file's."""
+    from gpudiv.lang.musimd import parse as musimd_parse
+
+    parsed_texts = []
+    real_parser = musimd_parse.parser()
+
+    class Recording:
+        def parse(self, text):
+            parsed_texts.append(text)
+            return real_parser.parse(text)
+
+    monkeypatch.setattr(musimd_parse, "parser", lambda: Recording())
+    program = parse_musimd(THREE_KERNELS, "m.musimd")
+    assert [len(t.splitlines()) for t in parsed_texts] == [4, 6, 2]
+    a, b = program.kernels
+    assert (a.loc.line, b.loc.line) == (1, 5)
+    assert [(i.loc.line, i.loc.column, i.text) for i in b.instructions()] == [
+        (6, 3, "y = p + 1"), (7, 3, "bz y, L"), (8, 3, "y = 2"), (9, 4, "sync"), (10, 3, "stop")]
+    assert b.blocks[-1].label == "L" and b.blocks[-1].loc.line == 9
+    assert b.instructions()[1].attrs[ir.RECONVERGE] == "L"
+    (error,) = program.errors
+    assert (error.line, error.column) == (12, 7)
