@@ -94,3 +94,35 @@ def test_the_inlined_kernel_records_which_call_each_copy_stands_for():
     line = PTX.splitlines().index("    call.uni (retval0), pick, (param0, param1);") + 1
     kernel = reader().inlined("k")
     assert kernel.attrs["call_instances"] == {"@1": ("", line, 5, "pick")}
+
+
+def _many_functions(count: int) -> str:
+    """A kernel that calls each of `count` functions once, each on the last one's result."""
+    funcs = "".join(
+        f".func (.param .b32 r) f{i}(.param .b32 a)\n{{\n .reg .b32 %r<3>;\n"
+        f" ld.param.u32 %r1, [a];\n add.s32 %r2, %r1, {i};\n st.param.b32 [r], %r2;\n ret;\n}}\n"
+        for i in range(count))
+    calls = "".join(
+        f" {{\n .param .b32 p;\n st.param.b32 [p], %r{i + 1};\n .param .b32 v;\n"
+        f" call.uni (v), f{i}, (p);\n ld.param.b32 %r{i + 2}, [v];\n }}\n"
+        for i in range(count))
+    return (".version 7.0\n.target sm_80\n.address_size 64\n" + funcs
+            + f".visible .entry k(.param .u64 out)\n{{\n .reg .b32 %r<{count + 3}>;\n"
+            + " mov.u32 %r1, %tid.x;\n" + calls + " ret;\n}\n")
+
+
+def test_inlining_many_functions_does_not_compare_them(monkeypatch):
+    """Which functions a kernel inlined is kept by name: a list's `in` compared their
+    records at every call, quadratic in the functions called (29 s for 4,000)."""
+    from gpudiv.lang.ptx import flatten
+    from gpudiv.lang.ptx.parse import parse_ptx
+
+    compared = []
+    equal = flatten._FuncInfo.__eq__
+    monkeypatch.setattr(flatten._FuncInfo, "__eq__",
+                        lambda self, other: compared.append(1) or equal(self, other))
+    program = parse_ptx(_many_functions(60), "many.ptx")
+    (kernel,) = program.kernels
+    assert not program.errors
+    assert sum(i.kind == ir.OPAQUE for i in kernel.instructions()) == 0
+    assert compared == []
