@@ -31,7 +31,9 @@ from size_inputs import SHAPES, SUFFIX  # noqa: E402
 
 DEFAULT_SIZES = {"nested_ifs": (250, 500, 1000, 2000),
                  "straight_line": (25_000, 50_000, 100_000, 200_000),
-                 "brx_switch": (500, 1000, 2000, 4000), "big_ptx": (250, 500, 1000, 2000)}
+                 "brx_switch": (500, 1000, 2000, 4000), "big_ptx": (250, 500, 1000, 2000),
+                 "endless_loops": (250, 500, 1000), "musimd_kernels": (500, 1000, 2000, 4000),
+                 "many_functions": (500, 1000, 2000, 4000)}
 STAGES = ("parse", "ssa", "facts", "ground", "solve", "other", "total")
 
 

@@ -8,7 +8,13 @@ The shapes that made gpudiv super-linear (issue 17, item 8):
 - `brx_switch(targets)`: one PTX kernel whose `brx.idx` on `%tid.x % targets` jumps to one
   of `targets` cases, which all meet at one exit;
 - `big_ptx(kernels)`: a PTX file of `kernels` copies of a small kernel with a loop and a
-  branch (`big_ptx_of_bytes` picks the count for a file size).
+  branch (`big_ptx_of_bytes` picks the count for a file size);
+- `endless_loops(loops)`: μ-SIMD, one kernel whose lanes each may spin forever in one of
+  `loops` endless loops (post-dominance searched the exit once per loop);
+- `musimd_kernels(kernels)`: a μ-SIMD file of `kernels` small kernels (each was parsed
+  padded to its line in the file);
+- `many_functions(functions)`: a PTX kernel that calls each of `functions` functions once
+  (the lowering compared every function it had inlined at every call).
 
     python benchmarks/size_inputs.py nested_ifs 2000 > nest.musimd
 """
@@ -108,10 +114,50 @@ def big_ptx_of_bytes(size: int) -> str:
     return big_ptx(max(1, size // len(_small_kernel(10_000))))
 
 
+def endless_loops(loops: int) -> str:
+    """A μ-SIMD kernel whose lane `i` spins forever in loop `i` (`loops` of them)."""
+    lines = ["kernel spin(n)", "      t = tid"]
+    for i in range(loops):
+        lines += [f"      c{i} = t == {i}", f"      bnz c{i}, S{i}"]
+    lines += ["      shared[t] = n", "      stop"]
+    for i in range(loops):
+        lines += [f"S{i}:   t = t + 1", f"      jump S{i}"]
+    return "\n".join(lines) + "\n"
+
+
+def musimd_kernels(kernels: int) -> str:
+    """A μ-SIMD file of `kernels` kernels with a divergent if each."""
+    return "".join(f"kernel k{i}(a)\n      t = tid\n      c = t < a\n      bz c, L\n"
+                   f"      x = t * {i}\n      jump M\nL:    x = a\nM:    sync\n"
+                   "      shared[t] = x\n      stop\n" for i in range(kernels))
+
+
+def many_functions(functions: int) -> str:
+    """A PTX kernel that calls each of `functions` functions once, each on the result of
+    the one before."""
+    bodies = "".join(
+        f".func (.param .b32 r) f{i}(.param .b32 a)\n{{\n\t.reg .pred %p<2>;\n"
+        f"\t.reg .b32 %r<4>;\n\tld.param.u32 %r1, [a];\n\tsetp.lt.s32 %p1, %r1, {i};\n"
+        f"\tmov.u32 %r2, {i};\n\t@%p1 bra L;\n\tadd.s32 %r2, %r1, {i};\nL:\n"
+        "\tst.param.b32 [r], %r2;\n\tret;\n}\n\n" for i in range(functions))
+    calls = "".join(
+        f"\t{{\n\t.param .b32 p;\n\tst.param.b32 [p], %r{i + 1};\n\t.param .b32 v;\n"
+        f"\tcall.uni (v), f{i}, (p);\n\tld.param.b32 %r{i + 2}, [v];\n\t}}\n"
+        for i in range(functions))
+    return (PTX_HEADER + bodies
+            + f".visible .entry chain(.param .u64 out)\n{{\n\t.reg .b32 %r<{functions + 3}>;\n"
+            "\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [out];\n"
+            "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u32 %r1, %tid.x;\n" + calls
+            + f"\tst.global.u32 [%rd2], %r{functions + 1};\n\tret;\n}}\n")
+
+
 SHAPES = {"nested_ifs": nested_ifs, "straight_line": straight_line,
-          "brx_switch": brx_switch, "big_ptx": big_ptx, "big_ptx_bytes": big_ptx_of_bytes}
+          "brx_switch": brx_switch, "big_ptx": big_ptx, "big_ptx_bytes": big_ptx_of_bytes,
+          "endless_loops": endless_loops, "musimd_kernels": musimd_kernels,
+          "many_functions": many_functions}
 SUFFIX = {"nested_ifs": ".musimd", "straight_line": ".musimd", "brx_switch": ".ptx",
-          "big_ptx": ".ptx", "big_ptx_bytes": ".ptx"}
+          "big_ptx": ".ptx", "big_ptx_bytes": ".ptx", "endless_loops": ".musimd",
+          "musimd_kernels": ".musimd", "many_functions": ".ptx"}
 
 
 def main(argv: list[str]) -> int:

@@ -20,7 +20,13 @@ from gpudiv.ir.ssa import build_ssa
 from gpudiv.lang.load import parse_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from size_inputs import big_ptx, brx_switch, nested_ifs, straight_line  # noqa: E402
+from size_inputs import (  # noqa: E402
+    big_ptx,
+    brx_switch,
+    endless_loops,
+    nested_ifs,
+    straight_line,
+)
 
 
 def executed_lines(fn) -> int:
@@ -58,6 +64,17 @@ def test_cfg_and_ssa_work_is_linear(make, language):
     for size in (100, 200):
         kernel = kernel_of(make(size), language)
         counts.append(executed_lines(lambda k=kernel: build_ssa(build_cfg(k))))
+    assert counts[1] / counts[0] < 2.2, counts
+
+
+def test_cfg_work_is_linear_in_the_endless_loops():
+    """Doubling the endless loops doubles the CFG's work: the exit was searched once per
+    endless loop (ratio 3.7 before). (Many functions called once:
+    tests/lang/ptx/test_functions.py.)"""
+    counts = []
+    for loops in (100, 200):
+        kernel = kernel_of(endless_loops(loops), "musimd")
+        counts.append(executed_lines(lambda k=kernel: build_cfg(k)))
     assert counts[1] / counts[0] < 2.2, counts
 
 
