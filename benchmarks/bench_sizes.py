@@ -3,8 +3,9 @@
 For each shape and size, one fresh process writes the input, runs `gpudiv.api.analyze`
 (the default analysis, as `gpudiv analyze` does) and reports its stages: `parse`, and
 summed over the kernels `ssa` (CFG and SSA), `facts`, `ground` and `solve`; `other` is the
-rest of the wall time (reading atoms into results, findings); `peak MB` is the process'
-peak resident memory. The exponent `k` of a stage between two sizes is
+rest of the wall time (reading atoms into results, findings), all with the cyclic garbage
+collector paused as `gpudiv analyze` runs; `peak MB` is the process' peak resident
+memory. The exponent `k` of a stage between two sizes is
 log(t2/t1) / log(s2/s1): 1 is linear, 2 quadratic. A kernel the analysis gives up on
 (`gpudiv.api.SizeLimit`) is counted in `gave up`.
 
@@ -40,13 +41,15 @@ STAGES = ("parse", "ssa", "facts", "ground", "solve", "other", "total")
 def measure(shape: str, size: int) -> dict:
     """Generate one input, analyse it, and time the stages (in this process)."""
     from gpudiv.api import analyze
+    from gpudiv.ir.perf import paused_gc
 
     text = SHAPES[shape](size)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"input{SUFFIX[shape]}"
         path.write_text(text)
         start = time.perf_counter()
-        result = analyze(path)
+        with paused_gc():  # as `gpudiv analyze` runs (its collections counted in `other`)
+            result = analyze(path)
         total = (time.perf_counter() - start) * 1000
     row = {"shape": shape, "size": size, "bytes": len(text), "kernels": len(result.kernels),
            "instructions": sum(k.instructions for k in result.kernels),
