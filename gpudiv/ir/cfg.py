@@ -142,7 +142,7 @@ def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
     from outside. `loops` gets them outermost first, each loop's inner loops before its
     next sibling (a stack of the nests being searched, not recursion: a nest a thousand
     loops deep exceeded Python's recursion limit)."""
-    searching = [(graph, entering or graph, parent,
+    searching = [(graph, graph if entering is None else entering, parent,
                   iter(strongly_connected_components(graph)))]
     while searching:
         graph, entering, parent, components = searching[-1]
