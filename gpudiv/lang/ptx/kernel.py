@@ -42,7 +42,7 @@ def _source_record(fn: PFunction, info: _FuncInfo, lowering: _KernelLowering,
         "inlined_forms": dict(lowering.inlined_forms),
         "bodies": {body.fn.name: (frozenset(body.registers), frozenset(body.register_ranges),
                                   frozenset(body.labels), dict(body.symbol_details))
-                   for body in lowering.bodies[1:]},
+                   for body in list(lowering.bodies.values())[1:]},
     }
 
 

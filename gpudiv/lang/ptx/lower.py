@@ -193,10 +193,9 @@ class _KernelLowering:
         self.calls = 0
         self.exits = 0
         self.var_types: dict[str, str] = {}  # IR register name → declared PTX type
-        self.bodies = [info]  # the kernel and every function inlined into it
-        # their names (a list's `in` compared the records field by field at every call:
-        # quadratic in the functions called)
-        self.body_names = {info.fn.name}
+        # The kernel and every function inlined into it, by name (a list's `in` compared
+        # the records field by field at every call: quadratic in the functions called).
+        self.bodies = {info.fn.name: info}
         self.symbol_names: set[str] = set()
         self.group_forms: dict[int, PInstr] = {}  # group → the kernel's PTX instruction
         self.kernel_groups: dict[int, int] = {}  # id() of a kernel's PInstr → its group
@@ -846,9 +845,7 @@ class _KernelLowering:
         suffix = f"@{self.calls}"
         self.call_instances[suffix] = (frame.suffix, pi.line, pi.column, callee.name)
         info = self.unit.info(callee.name)
-        if callee.name not in self.body_names:
-            self.body_names.add(callee.name)
-            self.bodies.append(info)
+        self.bodies.setdefault(callee.name, info)
         chain = tuple(o for o in (frame.origin, frame.origin_inlined) if o) + frame.inlined_at
         inner = _Frame(info, suffix, f"$ret{suffix}", (*frame.stack, frame.info.fn.name), chain,
                        call=pi if frame.is_kernel else frame.call,

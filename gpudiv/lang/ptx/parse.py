@@ -252,7 +252,7 @@ class _Reader:
         kernel.specials = {name: klass for name, klass in sorted(lowering.specials.items())
                            if name in used or name not in lowering.symbol_names}
         symbols = {name: detail for name, detail in self.symbol_details.items()}
-        for body in lowering.bodies:
+        for body in lowering.bodies.values():
             symbols.update(body.symbol_details)
         kernel.attrs = {
             "reg_types": lowering.var_types,
