@@ -17,7 +17,7 @@ from gpudiv.ir.digraph import (
     sink_components,
     strongly_connected_components,
 )
-from gpudiv.ir.dominators import immediate_dominators
+from gpudiv.ir.dominators import IndexedGraph, immediate_dominators
 from gpudiv.ir.record import Record
 
 ENTRY = "^entry"
@@ -239,8 +239,10 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     synthetic: dict[str, str] = {}
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
-    idom = immediate_dominators(graph, ENTRY)
-    ipdom = immediate_dominators(pdom_graph.reverse(), EXIT)
+    numbered = IndexedGraph(graph)  # both trees walk one numbering of the graph
+    idom = immediate_dominators(numbered, ENTRY)
+    ipdom = immediate_dominators(
+        (numbered if pdom_graph is graph else IndexedGraph(pdom_graph)).reverse(), EXIT)
     idom.pop(ENTRY, None)
     ipdom.pop(EXIT, None)
     doomed = _doomed_blocks(kernel, pdom_graph)

@@ -17,39 +17,67 @@ from collections.abc import Hashable
 from gpudiv.ir.digraph import DiGraph
 
 
-def _dfs(graph: DiGraph, start: Hashable) -> tuple[list, list[int], dict]:
+class IndexedGraph:
+    """A graph's nodes numbered in node order, and each node's successors and predecessors
+    as lists of numbers (in the graph's orders).
+
+    Walks over a large CFG spend their time finding things in dicts keyed by block labels
+    (the label's hash, the table slot and the entry are three places in memory per
+    lookup); numbered once, the dominator trees walk lists. Both trees of a CFG share one
+    numbering: the post-dominator tree is the dominator tree of the reversed lists."""
+
+    __slots__ = ("nodes", "number", "successors", "predecessors")
+
+    def __init__(self, graph: DiGraph) -> None:
+        self.nodes: list = list(graph)
+        self.number: dict = {node: i for i, node in enumerate(self.nodes)}
+        number = self.number
+        self.successors: list[list[int]] = [
+            [number[v] for v in graph.successors(node)] for node in self.nodes]
+        self.predecessors: list[list[int]] = [
+            [number[v] for v in graph.predecessors(node)] for node in self.nodes]
+
+    def reverse(self) -> IndexedGraph:
+        """The same numbering with every edge reversed (sharing the lists)."""
+        other = IndexedGraph.__new__(IndexedGraph)
+        other.nodes, other.number = self.nodes, self.number
+        other.successors, other.predecessors = self.predecessors, self.successors
+        return other
+
+
+def _dfs(successors: list[list[int]], start: int) -> tuple[list[int], list[int], list[int]]:
     """Nodes reachable from `start` in depth-first preorder (successors in order), each
-    one's DFS parent (as an index into that order; -1 for `start`), and each node's index.
+    one's DFS parent (as a position in that order; -1 for `start`), and each node's
+    position (-1: not reached).
 
     One iterator per node on the path from `start` instead of a list of the successors
     not yet seen per node: a kernel's CFG has as many nodes as it has blocks."""
-    order: list = [start]
-    parent: list[int] = [-1]
-    number: dict = {start: 0}
-    successors = graph.successors
-    path = [(0, successors(start))]
+    order = [start]
+    parent = [-1]
+    position = [-1] * len(successors)
+    position[start] = 0
+    path = [(0, iter(successors[start]))]
     while path:
         here, following = path[-1]
         for succ in following:
-            if succ not in number:
-                number[succ] = len(order)
-                path.append((len(order), successors(succ)))
+            if position[succ] < 0:
+                position[succ] = len(order)
+                path.append((len(order), iter(successors[succ])))
                 order.append(succ)
                 parent.append(here)
                 break
         else:
             path.pop()
-    return order, parent, number
+    return order, parent, position
 
 
-def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
-    """The immediate dominator of every node reachable from `start`, `start` excluded (as
-    `networkx.immediate_dominators` returns it since networkx 3.5), in depth-first
-    preorder: every node comes after its immediate dominator (`cfg.region_work` adds up
-    the tree backwards)."""
-    if start not in graph:
-        raise KeyError(f"start {start!r} is not in the graph")
-    order, parent, number = _dfs(graph, start)
+def dominator_tree(graph: IndexedGraph, start: int) -> tuple[list[int], list[int]]:
+    """The nodes reachable from `start` (numbers) in depth-first preorder, and the
+    immediate dominator of each as a position in that order (`start`'s: 0, itself).
+
+    Lengauer and Tarjan's algorithm with path compression, over the graph's number
+    lists."""
+    order, parent, number = _dfs(graph.successors, start)
     size = len(order)
     semi = list(range(size))
     label = semi[:]  # (the same int objects: less memory to go through)
@@ -78,9 +106,9 @@ def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
     predecessors = graph.predecessors
     for w in range(size - 1, 0, -1):
         least = w
-        for pred in predecessors(order[w]):
-            v = number.get(pred)
-            if v is None:
+        for pred in predecessors[order[w]]:
+            v = number[pred]
+            if v < 0:
                 continue
             if ancestor[v] >= 0:  # (a node not yet in the forest is its own answer)
                 v = evaluate(v)
@@ -100,7 +128,20 @@ def immediate_dominators(graph: DiGraph, start: Hashable) -> dict:
     for w in range(1, size):
         if idom[w] != semi[w]:
             idom[w] = idom[idom[w]]
-    return {order[w]: order[idom[w]] for w in range(1, size)}
+    return order, idom
+
+
+def immediate_dominators(graph: DiGraph | IndexedGraph, start: Hashable) -> dict:
+    """The immediate dominator of every node reachable from `start`, `start` excluded (as
+    `networkx.immediate_dominators` returns it since networkx 3.5), in depth-first
+    preorder: every node comes after its immediate dominator (`cfg.region_work` adds up
+    the tree backwards)."""
+    if start not in (graph.number if isinstance(graph, IndexedGraph) else graph):
+        raise KeyError(f"start {start!r} is not in the graph")
+    indexed = graph if isinstance(graph, IndexedGraph) else IndexedGraph(graph)
+    order, idom = dominator_tree(indexed, indexed.number[start])
+    nodes = indexed.nodes
+    return {nodes[order[w]]: nodes[order[idom[w]]] for w in range(1, len(order))}
 
 
 def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None,

@@ -117,25 +117,31 @@ def _block_statements(cfg: ControlFlowGraph) -> dict[str, range]:
 
 
 def _block_uses(instrs: list[ir.Instruction], statements: dict[str, range]
-                ) -> tuple[dict[str, set[str]], list[tuple[str, list[str]]], dict[str, set[str]]]:
-    """In one pass over the instructions: each block's upward-exposed uses (the start of
-    its live-in set), the blocks that have any (each with them), and the blocks whose
-    instructions define each source variable (a second pass for the definitions went
-    through every instruction of a large kernel again)."""
-    live_in: dict[str, set[str]] = {}
-    exposed: list[tuple[str, list[str]]] = []  # (block, upward-exposed uses) to walk from
+                ) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
+    """In one pass over the instructions: the blocks where each source variable has an
+    upward-exposed use (a read before any definition in the block: it is live on entry
+    there), and the blocks whose instructions define each source variable (a second pass
+    for the definitions went through every instruction of a large kernel again)."""
+    exposed: dict[str, list[str]] = {}
     def_blocks: dict[str, set[str]] = {}
-    defined: set[str] = set()  # one set, cleared per block: a set per block was memory
+    defined: set[str] = set()  # sets reused, cleared per block: a set per block was memory
+    read_here: set[str] = set()
     var_type = ir.Var
     for label, numbers in statements.items():
-        live: set[str] = set()
-        live_in[label] = live
         defined.clear()
+        read_here.clear()
         for n in numbers:
             instr = instrs[n]
             for arg in instr.reads:  # (`used_vars` without its list)
-                if type(arg) is var_type and arg.name not in defined:
-                    live.add(arg.name)
+                if type(arg) is var_type:
+                    name = arg.name
+                    if name not in defined and name not in read_here:
+                        read_here.add(name)
+                        blocks = exposed.get(name)
+                        if blocks is None:
+                            exposed[name] = [label]
+                        else:
+                            blocks.append(label)
             dest = instr.dest
             if dest is not None and dest not in defined:
                 defined.add(dest)
@@ -144,44 +150,64 @@ def _block_uses(instrs: list[ir.Instruction], statements: dict[str, range]
                     def_blocks[dest] = {label}
                 else:
                     blocks.add(label)
-        if live:
-            exposed.append((label, list(live)))
-    return live_in, exposed, def_blocks
+    return exposed, def_blocks
 
 
-def _liveness(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
-              exposed: list[tuple[str, list[str]]],
-              def_blocks: dict[str, set[str]]) -> dict[str, int]:
-    """Complete `live_in` (each block's upward-exposed uses, `_block_uses`) to the live-in
-    source variables of each block, and count in how many blocks each variable is live
-    (here, not by going through every live set again).
+def _liveness(cfg: ControlFlowGraph, exposed: dict[str, list[str]],
+              def_blocks: dict[str, set[str]], wanted: set[str]
+              ) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """The live-in source variables of the `wanted` blocks (only those that have one),
+    and in how many wanted blocks each variable is live, from the blocks where each
+    variable has an upward-exposed use (`_block_uses`).
 
-    A backward may-analysis: each upward-exposed
-    use is followed backwards through the predecessors until a block that defines it
-    (`def_blocks`), so every (block, variable) pair is reached once. Iterating the
-    equations over all blocks until nothing changed redid every live set once per loop
-    level and copied it each time (0.99 s against 0.42 s on a 100,000-instruction loop
-    nest).
+    A backward may-analysis, one variable at a time: its upward-exposed uses are followed
+    backwards through the predecessors until a block that defines it (`def_blocks`), so
+    every (block, variable) pair is reached once. Iterating the equations over all blocks
+    until nothing changed redid every live set once per loop level and copied it each
+    time (0.99 s against 0.42 s on a 100,000-instruction loop nest). Only the blocks where
+    SSA construction asks for liveness keep a live set (joins, where a φ may go; loop
+    exits; rejoin points): a set per block was most of the memory of SSA construction,
+    and memory is what makes a large kernel slower per block.
 
     Every block of a CFG that `build_cfg` made is reachable from the entry but the exit,
     which has no statements and precedes no block: a walk needs no reachability test."""
     predecessors = cfg.graph.predecessors
     no_blocks: set[str] = set()
+    live_in: dict[str, set[str]] = {}
     live_blocks: dict[str, int] = {}
-    for label, names in exposed:
-        for name in names:
-            defining = def_blocks.get(name, no_blocks)
-            count = live_blocks.get(name, 0) + 1
-            work = [label]
-            while work:
-                for pred in predecessors(work.pop()):
-                    live = live_in[pred]
-                    if name not in live and pred not in defining:
-                        live.add(name)
-                        count += 1
-                        work.append(pred)
+    for name, uses in exposed.items():
+        defining = def_blocks.get(name, no_blocks)
+        live = set(uses)  # the blocks where `name` is live on entry
+        work = uses[:]
+        while work:
+            for pred in predecessors(work.pop()):
+                if pred not in live and pred not in defining:
+                    live.add(pred)
+                    work.append(pred)
+        count = 0
+        for block in live:
+            if block in wanted:
+                count += 1
+                names = live_in.get(block)
+                if names is None:
+                    live_in[block] = {name}
+                else:
+                    names.add(name)
+        if count:
             live_blocks[name] = count
-    return live_blocks
+    return live_in, live_blocks
+
+
+def _liveness_wanted(cfg: ControlFlowGraph) -> set[str]:
+    """The blocks whose live-in variables SSA construction reads: joins (the blocks of
+    two predecessors or more, the only ones in a dominance frontier), dedicated loop exits
+    (η copies) and rejoin points (rejoin copies)."""
+    in_degree = cfg.graph.in_degree
+    wanted = {label for label in cfg.order if in_degree(label) > 1}
+    for exit_blocks in cfg.loop_exits.values():
+        wanted.update(exit_blocks)
+    wanted.update(cfg.rejoins)
+    return wanted
 
 
 def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
@@ -192,7 +218,7 @@ def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
     for loop_name, exit_blocks in cfg.loop_exits.items():
         blocks = cfg.loops[loop_name].blocks
         for exit_block in exit_blocks:
-            for var in sorted(live_in[exit_block]):
+            for var in sorted(live_in.get(exit_block, ())):
                 if def_blocks.get(var, set()) & blocks:
                     etas.setdefault(exit_block, []).append((loop_name, var))
     return etas
@@ -227,7 +253,7 @@ def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
     rejoins: dict[str, list[tuple[str, str]]] = {}
     for label, rejoin in cfg.rejoins.items():
         blocks = cfg.loops[rejoin.loop].blocks
-        for var in sorted(live_in[label]):
+        for var in sorted(live_in.get(label, ())):
             if (def_blocks.get(var, set()) | in_phis.get(var, set())) & blocks:
                 rejoins.setdefault(label, []).append((rejoin.loop, var))
     return rejoins
@@ -237,7 +263,8 @@ def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                 live_in: dict[str, set[str]], live_blocks: dict[str, int]
                 ) -> dict[str, list[str]]:
     """Source variables that need a φ at each block (pruned by liveness; `live_blocks`:
-    in how many blocks each variable is live).
+    in how many of the blocks that `_liveness` keeps live sets of each variable is live,
+    a bound on its φs).
 
     A variable live on entry to no block (a temporary used where it is defined) needs no
     φ, and its walk over the iterated frontier is skipped: in a nest of n `if`s each
@@ -471,8 +498,8 @@ def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     """Convert a kernel (through its CFG) to gated SSA."""
     instrs = cfg.kernel.instructions()
     statements = _block_statements(cfg)
-    live_in, exposed, def_blocks = _block_uses(instrs, statements)
-    live_blocks = _liveness(cfg, live_in, exposed, def_blocks)
+    exposed, def_blocks = _block_uses(instrs, statements)
+    live_in, live_blocks = _liveness(cfg, exposed, def_blocks, _liveness_wanted(cfg))
     etas = _place_etas(cfg, def_blocks, live_in)
     def_blocks = _with_copies(def_blocks, etas)
     phi_sources = _place_phis(cfg, def_blocks, live_in, live_blocks)
