@@ -17,7 +17,13 @@ from gpudiv.ir.digraph import (
     sink_components,
     strongly_connected_components,
 )
-from gpudiv.ir.dominators import IndexedGraph, immediate_dominators
+from gpudiv.ir.dominators import (
+    IndexedGraph,
+    dominator_tree,
+    immediate_dominators,
+    tree_by_node,
+    tree_by_number,
+)
 from gpudiv.ir.record import Record
 
 ENTRY = "^entry"
@@ -111,6 +117,24 @@ class ControlFlowGraph(Record):
     def predecessors(self, label: str) -> list[str]:
         """Predecessor blocks."""
         return list(self.graph.predecessors(label))
+
+    def numbering(self) -> tuple[IndexedGraph, list[int]]:
+        """The graph's nodes numbered (`IndexedGraph`), and the number of each one's
+        immediate dominator (-1: ENTRY): made once, kept out of pickles and copies. The
+        graph is not to be edited once the CFG is built."""
+        found = self.__dict__.get("_numbering")
+        if found is None:
+            numbered = IndexedGraph(self.graph)
+            tree = [-1] * len(numbered.nodes)
+            for node, dominator in self.idom.items():
+                tree[numbered.number[node]] = numbered.number[dominator]
+            found = self.__dict__["_numbering"] = (numbered, tree)
+        return found
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_numbering", None)
+        return state
 
     def innermost_loop(self, label: str) -> Loop | None:
         """The deepest loop that contains the block, if any."""
@@ -240,7 +264,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
     numbered = IndexedGraph(graph)  # both trees walk one numbering of the graph
-    idom = immediate_dominators(numbered, ENTRY)
+    tree = dominator_tree(numbered, numbered.number[ENTRY])
+    idom = tree_by_node(numbered, *tree)
     ipdom = immediate_dominators(
         (numbered if pdom_graph is graph else IndexedGraph(pdom_graph)).reverse(), EXIT)
     idom.pop(ENTRY, None)
@@ -248,8 +273,10 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     doomed = _doomed_blocks(kernel, pdom_graph)
     sync_ipdom = _sync_post_dominators(pdom_graph, ipdom, doomed)
     rejoins = _rejoin_points(graph, sync_ipdom, loops)
-    return ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
-                            falls_off, loop_exits, synthetic, rejoins, sync_ipdom, doomed)
+    cfg = ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
+                           falls_off, loop_exits, synthetic, rejoins, sync_ipdom, doomed)
+    cfg.__dict__["_numbering"] = (numbered, tree_by_number(numbered, *tree))
+    return cfg
 
 
 def _aborting_stops(kernel: ir.Kernel) -> set[str]:

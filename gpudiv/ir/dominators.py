@@ -139,37 +139,67 @@ def immediate_dominators(graph: DiGraph | IndexedGraph, start: Hashable) -> dict
     if start not in (graph.number if isinstance(graph, IndexedGraph) else graph):
         raise KeyError(f"start {start!r} is not in the graph")
     indexed = graph if isinstance(graph, IndexedGraph) else IndexedGraph(graph)
-    order, idom = dominator_tree(indexed, indexed.number[start])
-    nodes = indexed.nodes
-    return {nodes[order[w]]: nodes[order[idom[w]]] for w in range(1, len(order))}
+    return tree_by_node(indexed, *dominator_tree(indexed, indexed.number[start]))
 
 
-def dominance_frontiers(graph: DiGraph, start: Hashable, idom: dict | None = None,
-                        all_nodes: bool = True) -> dict:
-    """The dominance frontier of every node reachable from `start`, as
-    `networkx.dominance_frontiers` returns it; without `all_nodes`, only the nodes whose
-    frontier is not empty (an empty set per node was half the sets of a kernel of if/else
-    diamonds, and memory is what makes a large kernel slower per block)."""
-    if idom is None:
-        idom = immediate_dominators(graph, start)
-    frontier: dict = {node: set() for node in (*idom, start)} if all_nodes else {}
-    in_degree = graph.in_degree
-    for node in (*idom, start):
-        if node != start and in_degree(node) < 2:
-            continue  # (fewer than two predecessors, reachable or not)
-        preds = [p for p in graph.predecessors(node) if p in idom or p == start]
-        if node != start and len(preds) < 2:
+def tree_by_node(graph: IndexedGraph, order: list[int], tree: list[int]) -> dict:
+    """A `dominator_tree` as a dict from node to immediate dominator, in its order."""
+    nodes = graph.nodes
+    return {nodes[order[w]]: nodes[order[tree[w]]] for w in range(1, len(order))}
+
+
+def tree_by_number(graph: IndexedGraph, order: list[int], tree: list[int]) -> list[int]:
+    """A `dominator_tree` as the immediate dominator's number of each node's number (-1:
+    the root, or not reached)."""
+    numbers = [-1] * len(graph.nodes)
+    for w in range(1, len(order)):
+        numbers[order[w]] = order[tree[w]]
+    return numbers
+
+
+def frontiers_by_number(graph: IndexedGraph, idom: list[int], start: int
+                        ) -> dict[int, list[int]]:
+    """The dominance frontier of every node reachable from `start` whose frontier is not
+    empty, all by number (`idom` as `tree_by_number` gives it).
+
+    Each join's walks up the tree stop where an earlier walk for the same join went: the
+    join is then the last of that node's frontier so far (one join is done at a time)."""
+    frontier: dict[int, list[int]] = {}
+    for node, preds in enumerate(graph.predecessors):
+        if node != start and (len(preds) < 2 or idom[node] < 0):
+            continue  # (fewer than two predecessors, or not reached)
+        reached = [p for p in preds if idom[p] >= 0 or p == start]
+        if node != start and len(reached) < 2:
             continue
-        stop = idom.get(node)
-        for runner in preds:
+        stop = idom[node]
+        for runner in reached:
             while runner != stop:
                 found = frontier.get(runner)
                 if found is None:
-                    found = frontier[runner] = set()
-                elif node in found:
+                    frontier[runner] = [node]
+                elif found[-1] == node:
                     break
-                found.add(node)
+                else:
+                    found.append(node)
                 if runner == start:
                     break
                 runner = idom[runner]
+    return frontier
+
+
+def dominance_frontiers(graph: DiGraph | IndexedGraph, start: Hashable,
+                        idom: dict | None = None, all_nodes: bool = True) -> dict:
+    """The dominance frontier of every node reachable from `start`, as
+    `networkx.dominance_frontiers` returns it; without `all_nodes`, only the nodes whose
+    frontier is not empty."""
+    indexed = graph if isinstance(graph, IndexedGraph) else IndexedGraph(graph)
+    number, nodes = indexed.number, indexed.nodes
+    if idom is None:
+        idom = immediate_dominators(indexed, start)
+    numbers = [-1] * len(nodes)
+    for node, dominator in idom.items():
+        numbers[number[node]] = number[dominator]
+    frontier: dict = {node: set() for node in (*idom, start)} if all_nodes else {}
+    for node, joins in frontiers_by_number(indexed, numbers, number[start]).items():
+        frontier[nodes[node]] = {nodes[join] for join in joins}
     return frontier

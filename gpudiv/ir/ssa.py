@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gpudiv import ir
 from gpudiv.ir.cfg import ENTRY, EXIT, ControlFlowGraph
-from gpudiv.ir.dominators import dominance_frontiers
+from gpudiv.ir.dominators import IndexedGraph, frontiers_by_number
 from gpudiv.ir.record import Record
 
 
@@ -103,31 +103,33 @@ class SSAForm(Record):
         return self.uses[instruction][arg]
 
 
-def _block_statements(cfg: ControlFlowGraph) -> dict[str, range]:
-    """Instruction numbers (program order) of each block of the CFG, as a range (a list
-    held an int object per instruction)."""
-    statements: dict[str, range] = dict.fromkeys(cfg.graph.nodes, range(0))
+def _block_statements(cfg: ControlFlowGraph, number: dict[str, int]) -> list[range]:
+    """Instruction numbers (program order) of each block of the CFG by block number, as a
+    range (a list held an int object per instruction)."""
+    statements = [range(0)] * len(number)
     index = 0
     for block in cfg.kernel.blocks:
         end = index + len(block.instructions)
-        if block.label in statements:  # (not a block removed as unreachable)
-            statements[block.label] = range(index, end)
+        found = number.get(block.label)
+        if found is not None:  # (not a block removed as unreachable)
+            statements[found] = range(index, end)
         index = end
     return statements
 
 
-def _block_uses(instrs: list[ir.Instruction], statements: dict[str, range]
-                ) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
-    """In one pass over the instructions: the blocks where each source variable has an
-    upward-exposed use (a read before any definition in the block: it is live on entry
-    there), and the blocks whose instructions define each source variable (a second pass
-    for the definitions went through every instruction of a large kernel again)."""
-    exposed: dict[str, list[str]] = {}
-    def_blocks: dict[str, set[str]] = {}
+def _block_uses(instrs: list[ir.Instruction], statements: list[range]
+                ) -> tuple[dict[str, list[int]], dict[str, set[int]]]:
+    """In one pass over the instructions: the blocks (by number) where each source
+    variable has an upward-exposed use (a read before any definition in the block: it is
+    live on entry there), and the blocks
+    whose instructions define each source variable (a second pass for the definitions
+    went through every instruction of a large kernel again)."""
+    exposed: dict[str, list[int]] = {}
+    def_blocks: dict[str, set[int]] = {}
     defined: set[str] = set()  # sets reused, cleared per block: a set per block was memory
     read_here: set[str] = set()
     var_type = ir.Var
-    for label, numbers in statements.items():
+    for block, numbers in enumerate(statements):
         defined.clear()
         read_here.clear()
         for n in numbers:
@@ -139,26 +141,29 @@ def _block_uses(instrs: list[ir.Instruction], statements: dict[str, range]
                         read_here.add(name)
                         blocks = exposed.get(name)
                         if blocks is None:
-                            exposed[name] = [label]
+                            exposed[name] = [block]
                         else:
-                            blocks.append(label)
+                            blocks.append(block)
             dest = instr.dest
             if dest is not None and dest not in defined:
                 defined.add(dest)
                 blocks = def_blocks.get(dest)
                 if blocks is None:
-                    def_blocks[dest] = {label}
+                    def_blocks[dest] = {block}
                 else:
-                    blocks.add(label)
+                    blocks.add(block)
     return exposed, def_blocks
 
 
-def _liveness(cfg: ControlFlowGraph, exposed: dict[str, list[str]],
-              def_blocks: dict[str, set[str]], wanted: set[str]
-              ) -> tuple[dict[str, set[str]], dict[str, int]]:
-    """The live-in source variables of the `wanted` blocks (only those that have one),
-    and in how many wanted blocks each variable is live, from the blocks where each
-    variable has an upward-exposed use (`_block_uses`).
+_NO_BLOCKS: frozenset[int] = frozenset()
+
+
+def _liveness(predecessors: list[list[int]], exposed: dict[str, list[int]],
+              def_blocks: dict[str, set[int]], wanted: bytearray
+              ) -> tuple[dict[int, set[str]], dict[str, int]]:
+    """The live-in source variables of the `wanted` blocks (only those that have one), and
+    in how many wanted blocks each variable is live, from the blocks where each variable
+    has an upward-exposed use (`_block_uses`); blocks by number.
 
     A backward may-analysis, one variable at a time: its upward-exposed uses are followed
     backwards through the predecessors until a block that defines it (`def_blocks`), so
@@ -171,22 +176,20 @@ def _liveness(cfg: ControlFlowGraph, exposed: dict[str, list[str]],
 
     Every block of a CFG that `build_cfg` made is reachable from the entry but the exit,
     which has no statements and precedes no block: a walk needs no reachability test."""
-    predecessors = cfg.graph.predecessors
-    no_blocks: set[str] = set()
-    live_in: dict[str, set[str]] = {}
+    live_in: dict[int, set[str]] = {}
     live_blocks: dict[str, int] = {}
     for name, uses in exposed.items():
-        defining = def_blocks.get(name, no_blocks)
+        defining = def_blocks.get(name, _NO_BLOCKS)
         live = set(uses)  # the blocks where `name` is live on entry
         work = uses[:]
         while work:
-            for pred in predecessors(work.pop()):
+            for pred in predecessors[work.pop()]:
                 if pred not in live and pred not in defining:
                     live.add(pred)
                     work.append(pred)
         count = 0
         for block in live:
-            if block in wanted:
+            if wanted[block]:
                 count += 1
                 names = live_in.get(block)
                 if names is None:
@@ -198,34 +201,42 @@ def _liveness(cfg: ControlFlowGraph, exposed: dict[str, list[str]],
     return live_in, live_blocks
 
 
-def _liveness_wanted(cfg: ControlFlowGraph) -> set[str]:
-    """The blocks whose live-in variables SSA construction reads: joins (the blocks of
-    two predecessors or more, the only ones in a dominance frontier), dedicated loop exits
-    (η copies) and rejoin points (rejoin copies)."""
-    in_degree = cfg.graph.in_degree
-    wanted = {label for label in cfg.order if in_degree(label) > 1}
+def _liveness_wanted(cfg: ControlFlowGraph, numbered: IndexedGraph) -> bytearray:
+    """Whether SSA construction reads the live-in variables of each block, by number:
+    joins (the blocks of two predecessors or more, the only ones in a dominance
+    frontier), dedicated loop exits (η copies) and rejoin points (rejoin copies)."""
+    wanted = bytearray(len(preds) > 1 for preds in numbered.predecessors)
+    number = numbered.number
     for exit_blocks in cfg.loop_exits.values():
-        wanted.update(exit_blocks)
-    wanted.update(cfg.rejoins)
+        for label in exit_blocks:
+            wanted[number[label]] = True
+    for label in cfg.rejoins:
+        wanted[number[label]] = True
     return wanted
 
 
-def _place_etas(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
-                live_in: dict[str, set[str]]) -> dict[str, list[tuple[str, str]]]:
+def _loop_blocks(cfg: ControlFlowGraph, number: dict[str, int]) -> dict[str, set[int]]:
+    """The blocks of each loop, by number."""
+    return {name: {number[label] for label in loop.blocks} for name, loop in cfg.loops.items()}
+
+
+def _place_etas(cfg: ControlFlowGraph, number: dict[str, int],
+                loop_blocks: dict[str, set[int]], def_blocks: dict[str, set[int]],
+                live_in: dict[int, set[str]]) -> dict[str, list[tuple[str, str]]]:
     """(loop, variable) η copies at the top of each dedicated loop-exit block
     (`def_blocks`: the blocks whose instructions define each variable)."""
     etas: dict[str, list[tuple[str, str]]] = {}
     for loop_name, exit_blocks in cfg.loop_exits.items():
-        blocks = cfg.loops[loop_name].blocks
+        blocks = loop_blocks[loop_name]
         for exit_block in exit_blocks:
-            for var in sorted(live_in.get(exit_block, ())):
-                if def_blocks.get(var, set()) & blocks:
+            for var in sorted(live_in.get(number[exit_block], ())):
+                if not def_blocks.get(var, _NO_BLOCKS).isdisjoint(blocks):
                     etas.setdefault(exit_block, []).append((loop_name, var))
     return etas
 
 
-def _with_copies(def_blocks: dict[str, set[str]],
-                 placed: dict[str, list[tuple[str, str]]]) -> dict[str, set[str]]:
+def _with_copies(def_blocks: dict[str, set[int]], number: dict[str, int],
+                 placed: dict[str, list[tuple[str, str]]]) -> dict[str, set[int]]:
     """`def_blocks` and the blocks of (gate, variable) copies such as η and rejoin copies
     placed at the top of blocks (copying only the sets that grow)."""
     if not placed:
@@ -237,46 +248,48 @@ def _with_copies(def_blocks: dict[str, set[str]],
             if var not in grown:
                 grown.add(var)
                 merged[var] = set(merged.get(var, ()))
-            merged[var].add(label)
+            merged[var].add(number[label])
     return merged
 
 
-def _place_rejoins(cfg: ControlFlowGraph, live_in: dict[str, set[str]],
-                   def_blocks: dict[str, set[str]],
+def _place_rejoins(cfg: ControlFlowGraph, number: dict[str, int],
+                   loop_blocks: dict[str, set[int]], live_in: dict[int, set[str]],
+                   def_blocks: dict[str, set[int]],
                    phis: dict[str, list[str]]) -> dict[str, list[tuple[str, str]]]:
     """(loop, variable) rejoin copies at the top of each rejoin point (`cfg.Rejoin`): every
     variable live there that its cycle defines, by an instruction, an η or a φ."""
-    in_phis: dict[str, set[str]] = {}
+    in_phis: dict[str, set[int]] = {}
     for label, names in phis.items():
         for var in names:
-            in_phis.setdefault(var, set()).add(label)
+            in_phis.setdefault(var, set()).add(number[label])
     rejoins: dict[str, list[tuple[str, str]]] = {}
     for label, rejoin in cfg.rejoins.items():
-        blocks = cfg.loops[rejoin.loop].blocks
-        for var in sorted(live_in.get(label, ())):
-            if (def_blocks.get(var, set()) | in_phis.get(var, set())) & blocks:
+        blocks = loop_blocks[rejoin.loop]
+        for var in sorted(live_in.get(number[label], ())):
+            if not (def_blocks.get(var, _NO_BLOCKS).isdisjoint(blocks)
+                    and in_phis.get(var, _NO_BLOCKS).isdisjoint(blocks)):
                 rejoins.setdefault(label, []).append((rejoin.loop, var))
     return rejoins
 
 
-def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
-                live_in: dict[str, set[str]], live_blocks: dict[str, int]
-                ) -> dict[str, list[str]]:
+def _place_phis(nodes: list[str], frontier: dict[int, list[int]],
+                def_blocks: dict[str, set[int]], live_in: dict[int, set[str]],
+                live_blocks: dict[str, int]) -> dict[str, list[str]]:
     """Source variables that need a φ at each block (pruned by liveness; `live_blocks`:
     in how many of the blocks that `_liveness` keeps live sets of each variable is live,
-    a bound on its φs).
+    a bound on its φs; `frontier`: each block's dominance frontier; blocks by number,
+    `nodes` their labels).
 
     A variable live on entry to no block (a temporary used where it is defined) needs no
     φ, and its walk over the iterated frontier is skipped: in a nest of n `if`s each
     condition's frontier is the n joins around it, which made this quadratic."""
-    frontier = dominance_frontiers(cfg.graph, ENTRY, cfg.idom, all_nodes=False)
-    phis: dict[str, list[str]] = {}
+    phis: dict[int, list[str]] = {}
     for var, blocks in def_blocks.items():
         unplaced = live_blocks.get(var, 0)  # blocks where a φ of var may still be needed
         if not unplaced:
             continue
         work = list(blocks)
-        placed: set[str] = set()
+        placed: set[int] = set()
         while work and unplaced:
             b = work.pop()
             for y in frontier.get(b, ()):
@@ -288,9 +301,8 @@ def _place_phis(cfg: ControlFlowGraph, def_blocks: dict[str, set[str]],
                     unplaced -= 1
                 if y not in blocks:
                     work.append(y)
-    for names in phis.values():  # each block's φs in name order (sorting each, not all)
-        names.sort()
-    return phis
+    # each block's φs in name order (sorting each, not all)
+    return {nodes[block]: sorted(names) for block, names in phis.items()}
 
 
 class _Renamer:
@@ -341,7 +353,7 @@ class _RenameWalk:
     lists of copies and pushed names)."""
 
     def __init__(self, cfg: ControlFlowGraph, instrs: list[ir.Instruction],
-                 statements: dict[str, range], renamer: _Renamer,
+                 statements: list[range], renamer: _Renamer,
                  phi_sources: dict[str, list[str]], etas: dict[str, list[tuple[str, str]]],
                  rejoins: dict[str, list[tuple[str, str]]]) -> None:
         self.cfg = cfg
@@ -366,15 +378,17 @@ class _RenameWalk:
         """Where a block is (a synthetic loop exit: its target)."""
         return self.block_locs.get(self.cfg.synthetic.get(label, label), self.cfg.kernel.loc)
 
-    def children(self) -> dict[str, list[str]]:
-        """The dominator tree's children of each block, in block order: made in block
-        order (every node but ENTRY is in `cfg.order` but EXIT, last), not sorted."""
-        idom = self.cfg.idom
-        children: dict[str, list[str]] = {}
-        for node in (*self.cfg.order, EXIT):
-            parent = idom.get(node)
-            if parent is not None:
-                kids = children.get(parent)
+    def children(self) -> list[list[int] | None]:
+        """The dominator tree's children of each block, by number, in block order: the
+        numbers follow the graph's nodes, which `build_cfg` adds as ENTRY, EXIT, then the
+        blocks in order; EXIT comes last (not sorted)."""
+        numbered, idom = self.cfg.numbering()
+        exit_number = numbered.number[EXIT]
+        children: list[list[int] | None] = [None] * len(idom)
+        for node in (*range(exit_number), *range(exit_number + 1, len(idom)), exit_number):
+            parent = idom[node]
+            if parent >= 0:
+                kids = children[parent]
                 if kids is None:
                     children[parent] = [node]
                 else:
@@ -382,26 +396,35 @@ class _RenameWalk:
         return children
 
     def run(self) -> None:
-        """Walk the dominator tree from ENTRY (pre-order, children in block order)."""
+        """Walk the dominator tree from ENTRY (pre-order, children in block order), by
+        block number (a walk of a large kernel by label spent its time in dicts keyed by
+        labels)."""
         children = self.children()
+        numbered = self.cfg.numbering()[0]
+        nodes, number, successors = numbered.nodes, numbered.number, numbered.successors
+        statements = self.statements
+        has_phis = bytearray(len(nodes))
+        for label in self.phi_sources:
+            has_phis[number[label]] = True
+        has_copies = has_phis[:]
+        for label in (*self.etas, *self.rejoins):
+            has_copies[number[label]] = True
         stacks = self.renamer.stacks
-        successors = self.cfg.graph.successors
-        phi_sources = self.phi_sources
-        stack: list[tuple[str, list[str] | None]] = [(ENTRY, None)]
+        stack: list[tuple[int, list[str] | None]] = [(number[ENTRY], None)]
         while stack:
-            label, pushed = stack.pop()
+            block, pushed = stack.pop()
             if pushed is not None:  # leaving the block: its definitions go out of scope
                 for source in pushed:
                     stacks[source].pop()
                 continue
-            pushed = self.enter_copies(label) if (
-                label in phi_sources or label in self.etas or label in self.rejoins) else []
-            self.rename_statements(label, pushed)
-            for succ in successors(label):
-                if succ in phi_sources:
-                    self.feed_phis(label, succ)
-            stack.append((label, pushed))
-            kids = children.get(label)
+            label = nodes[block]
+            pushed = self.enter_copies(label) if has_copies[block] else []
+            self.rename_statements(label, statements[block], pushed)
+            for succ in successors[block]:
+                if has_phis[succ]:
+                    self.feed_phis(label, nodes[succ])
+            stack.append((block, pushed))
+            kids = children[block]
             if kids:
                 stack.extend((child, None) for child in reversed(kids))
         for label, block_phis in self.pending_phis.items():
@@ -441,7 +464,7 @@ class _RenameWalk:
             self.phis[label] = names
         return pushed
 
-    def rename_statements(self, label: str, pushed: list[str]) -> None:
+    def rename_statements(self, label: str, numbers: range, pushed: list[str]) -> None:
         """SSA names of the reads and definitions of the block's instructions (`_define`
         and `current` inline: a kernel's commonest work), the sources defined pushed."""
         renamer = self.renamer
@@ -449,7 +472,7 @@ class _RenameWalk:
         instrs, uses, defs = self.instrs, self.uses, self.defs
         instruction_block = self.instruction_block
         var_type, special_type = ir.Var, ir.Special
-        for n in self.statements[label]:
+        for n in numbers:
             instr = instrs[n]
             instruction_block[n] = label
             # Each read's SSA name (a register: the definition that reaches here; a special
@@ -497,15 +520,21 @@ class _RenameWalk:
 def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
     """Convert a kernel (through its CFG) to gated SSA."""
     instrs = cfg.kernel.instructions()
-    statements = _block_statements(cfg)
+    numbered, idom = cfg.numbering()
+    number = numbered.number
+    statements = _block_statements(cfg, number)
     exposed, def_blocks = _block_uses(instrs, statements)
-    live_in, live_blocks = _liveness(cfg, exposed, def_blocks, _liveness_wanted(cfg))
-    etas = _place_etas(cfg, def_blocks, live_in)
-    def_blocks = _with_copies(def_blocks, etas)
-    phi_sources = _place_phis(cfg, def_blocks, live_in, live_blocks)
-    rejoins = _place_rejoins(cfg, live_in, def_blocks, phi_sources)
+    live_in, live_blocks = _liveness(numbered.predecessors, exposed, def_blocks,
+                                     _liveness_wanted(cfg, numbered))
+    loop_blocks = _loop_blocks(cfg, number)
+    etas = _place_etas(cfg, number, loop_blocks, def_blocks, live_in)
+    def_blocks = _with_copies(def_blocks, number, etas)
+    frontier = frontiers_by_number(numbered, idom, number[ENTRY])
+    phi_sources = _place_phis(numbered.nodes, frontier, def_blocks, live_in, live_blocks)
+    rejoins = _place_rejoins(cfg, number, loop_blocks, live_in, def_blocks, phi_sources)
     if rejoins:
-        phi_sources = _place_phis(cfg, _with_copies(def_blocks, rejoins), live_in,
+        phi_sources = _place_phis(numbered.nodes, frontier,
+                                  _with_copies(def_blocks, number, rejoins), live_in,
                                   live_blocks)
     renamer = _Renamer(cfg, instrs)
     walk = _RenameWalk(cfg, instrs, statements, renamer, phi_sources, etas, rejoins)

@@ -5,7 +5,14 @@ import random
 import networkx as nx
 
 from gpudiv.ir import digraph
-from gpudiv.ir.dominators import dominance_frontiers, immediate_dominators
+from gpudiv.ir.dominators import (
+    IndexedGraph,
+    dominance_frontiers,
+    dominator_tree,
+    frontiers_by_number,
+    immediate_dominators,
+    tree_by_number,
+)
 
 
 def _pair(seed: int, nodes: int = 14, edges: int = 24) -> tuple[digraph.DiGraph, nx.DiGraph]:
@@ -47,3 +54,22 @@ def test_dominance_frontiers_match_networkx():
         assert frontiers == nx.dominance_frontiers(theirs, "b0")
         assert dominance_frontiers(ours, "b0", all_nodes=False) == {
             n: f for n, f in frontiers.items() if f}
+
+
+def test_trees_and_frontiers_from_a_start_that_does_not_reach_every_node():
+    """From a start inside the graph (on a cycle, some nodes out of its reach): the same
+    trees and frontiers as networkx, unreached nodes left out, by label and by number."""
+    for seed in range(40):
+        ours, theirs = _pair(seed)
+        expected = nx.immediate_dominators(theirs, "b5")
+        expected.pop("b5", None)
+        assert immediate_dominators(ours, "b5") == expected
+        assert dominance_frontiers(ours, "b5") == nx.dominance_frontiers(theirs, "b5")
+        numbered = IndexedGraph(ours)
+        tree = tree_by_number(numbered, *dominator_tree(numbered, numbered.number["b5"]))
+        assert {numbered.nodes[n]: numbered.nodes[d] for n, d in enumerate(tree)
+                if d >= 0} == expected
+        by_number = frontiers_by_number(numbered, tree, numbered.number["b5"])
+        assert {numbered.nodes[n]: {numbered.nodes[j] for j in joins}
+                for n, joins in by_number.items()} == {
+            n: f for n, f in nx.dominance_frontiers(theirs, "b5").items() if f}
