@@ -100,6 +100,11 @@ class DiGraph:
         """Number of predecessors."""
         return len(self._pred[node])
 
+    def adjacency(self) -> tuple[Iterable, Iterable]:
+        """Each node's successors and each node's predecessors, both in node order (to go
+        through every node's edges without a lookup per node)."""
+        return self._succ.values(), self._pred.values()
+
     def number_of_nodes(self) -> int:
         """Number of nodes."""
         return len(self._succ)

@@ -32,10 +32,13 @@ class IndexedGraph:
         self.nodes: list = list(graph)
         self.number: dict = {node: i for i, node in enumerate(self.nodes)}
         number = self.number
-        self.successors: list[list[int]] = [
-            [number[v] for v in graph.successors(node)] for node in self.nodes]
-        self.predecessors: list[list[int]] = [
-            [number[v] for v in graph.predecessors(node)] for node in self.nodes]
+        if isinstance(graph, DiGraph):
+            succ, pred = graph.adjacency()
+        else:
+            succ = [graph.successors(node) for node in self.nodes]
+            pred = [graph.predecessors(node) for node in self.nodes]
+        self.successors: list[list[int]] = [[number[v] for v in adj] for adj in succ]
+        self.predecessors: list[list[int]] = [[number[v] for v in adj] for adj in pred]
 
     def reverse(self) -> IndexedGraph:
         """The same numbering with every edge reversed (sharing the lists)."""

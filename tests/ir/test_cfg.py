@@ -1,8 +1,19 @@
 """CFG construction, dominance, loops and dedicated loop exits."""
 
-from gpudiv.ir.cfg import ENTRY, EXIT, build_cfg, reconvergence_points
-from gpudiv.ir.digraph import ancestors
+from pathlib import Path
+
+from gpudiv.ir.cfg import (
+    ENTRY,
+    EXIT,
+    _block_successors,
+    build_cfg,
+    reconvergence_points,
+    successor_labels,
+)
+from gpudiv.lang.load import load
 from gpudiv.lang.musimd.parse import parse_musimd
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 def cfg_of(text: str):
@@ -38,12 +49,13 @@ def test_every_endless_loop_gets_one_exit_from_one_search(monkeypatch):
     from gpudiv.ir import cfg as cfg_module
 
     searches = []
+    reach = cfg_module._reach
 
-    def counted(graph, start):
+    def counted(adjacency, start):
         searches.append(start)
-        return ancestors(graph, start)
+        return reach(adjacency, start)
 
-    monkeypatch.setattr(cfg_module, "ancestors", counted)
+    monkeypatch.setattr(cfg_module, "_reach", counted)
     lines = ["kernel k(a)", "  t = tid"]
     for i in range(40):
         lines += [f"  c{i} = t == {i}", f"  bnz c{i}, S{i}"]
@@ -51,7 +63,7 @@ def test_every_endless_loop_gets_one_exit_from_one_search(monkeypatch):
     for i in range(40):
         lines += [f"S{i}: x = x + 1", f"  jump S{i}"]
     cfg = cfg_of("\n".join(lines) + "\n")
-    assert searches == [EXIT]
+    assert len(searches) == 2  # the blocks reached from the entry, those reaching the exit
     assert cfg.no_exit == ["R"] + [f"S{i}" for i in range(40)]
     assert all(cfg.ipdom[f"S{i}"] == EXIT for i in range(40))
     assert cfg.ipdom["Q"] == "R" and cfg.ipdom["R"] == EXIT
@@ -107,3 +119,20 @@ def test_reconvergence_points_skip_synthetic_loop_exits():
     assert points["LOOP"] == "OUT"  # not the dedicated exit block cfg.synthetic adds
     assert points["OUT"] == EXIT
     assert not set(points) & set(cfg.synthetic)
+
+
+def test_block_successors_by_index_are_the_successor_labels_of_every_sample_block():
+    """`build_cfg` finds each block's successors by index on its own; on every kernel of
+    the μ-SIMD and CUDA `-O3` samples they are `successor_labels` (the exit as the index past the
+    last block)."""
+    checked = 0
+    for path in sorted([*SAMPLES.glob("musimd/*.musimd"), *SAMPLES.glob("cuda/*.O3.ptx")]):
+        for kernel in load(path).kernels:
+            labels = [b.label for b in kernel.blocks]
+            by_index = _block_successors(kernel, labels)
+            targets = [*labels, EXIT]
+            assert [[targets[s] for s in succ] for succ in by_index[:-1]] == [
+                successor_labels(kernel, i) for i in range(len(labels))], (path, kernel.name)
+            assert by_index[-1] == []
+            checked += len(labels)
+    assert checked > 1_000
