@@ -35,7 +35,7 @@ from gpudiv.analyses.solve import (
     solve,
     solve_together,
 )
-from gpudiv.ir.cfg import build_cfg, region_walk, region_work
+from gpudiv.ir.cfg import MAX_REJOIN_WALK, build_cfg, region_walk, region_work
 from gpudiv.ir.perf import paused_gc
 from gpudiv.ir.record import Record
 from gpudiv.ir.ssa import SSAForm, build_ssa
@@ -70,8 +70,9 @@ MAX_REGION_WORK = 4_000_000
 # with the same limit: a nest of 1,000 `if`s walks 2.5 million (about 700 MB), one of
 # 1,500 walks 5.6 million (refused, as by the bound; admitted it took 134 s and 1.5 GB).
 # It admits long sequences of small branches, whose bound is quadratic and walk linear
-# (1,250 if/else diamonds: bound 4.7 million, walk 7,500).
-MAX_REGION_WALK = 4_000_000
+# (1,250 if/else diamonds: bound 4.7 million, walk 7,500). The CFG's search for rejoin
+# points stops at the same number (its walks are part of this one).
+MAX_REGION_WALK = MAX_REJOIN_WALK
 
 
 class SizeLimit(RuleError):
@@ -84,8 +85,10 @@ def size_problem(kernel: ir.Kernel, cfg=None) -> SizeLimit | None:
         return SizeLimit(f"too large to analyse: {kernel.instruction_count} instructions "
                          f"(at most {MAX_KERNEL_INSTRUCTIONS}); the kernel is skipped")
     work = region_work(cfg) if cfg is not None else 0
-    # `work` is a bound; above the limit, count what the rules would walk (up to a limit)
-    if work > MAX_REGION_WORK and region_walk(cfg, MAX_REGION_WALK) > MAX_REGION_WALK:
+    # `work` is a bound; above the limit, count what the rules would walk (up to a limit).
+    # A CFG whose rejoin search stopped has walked more than that already.
+    if (cfg is not None and not cfg.rejoins_complete) or (
+            work > MAX_REGION_WORK and region_walk(cfg, MAX_REGION_WALK) > MAX_REGION_WALK):
         return SizeLimit(f"too large to analyse: its branches' influence regions add up to "
                          f"{work} blocks (at most {MAX_REGION_WORK}: join points of deeply "
                          "nested branches take memory quadratic in the depth); the kernel "

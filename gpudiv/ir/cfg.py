@@ -28,6 +28,16 @@ from gpudiv.ir.record import Record
 ENTRY = "^entry"
 EXIT = "^exit"
 
+# The most blocks the search for rejoin points walks in all (`_rejoin_points`). Its walks
+# are part of what `region_walk` counts, so a kernel over this is over the analysis's
+# region limit too (gpudiv.analyses.driver.MAX_REGION_WALK is this number): the search
+# stops there instead of going on quadratically in, say, a loop of many `continue`s.
+MAX_REJOIN_WALK = 4_000_000
+
+
+class RejoinLimit(Exception):
+    """SSA asked of a CFG whose search for rejoin points stopped at `MAX_REJOIN_WALK`."""
+
 
 class Loop(Record):
     """A cycle of the loop-nesting forest: its headers (entry blocks) and all its blocks."""
@@ -85,6 +95,7 @@ class ControlFlowGraph(Record):
     rejoins: dict[str, Rejoin]
     sync_ipdom: dict[str, str]
     doomed: set[str]
+    rejoins_complete: bool
 
     def __init__(self, kernel: ir.Kernel, graph: DiGraph, order: list[str], idom: dict[str, str],
                        ipdom: dict[str, str], loops: dict[str, Loop],
@@ -93,7 +104,7 @@ class ControlFlowGraph(Record):
                        synthetic: dict[str, str] | None = None,
                        rejoins: dict[str, Rejoin] | None = None,
                        sync_ipdom: dict[str, str] | None = None,
-                       doomed: set[str] | None = None) -> None:
+                       doomed: set[str] | None = None, rejoins_complete: bool = True) -> None:
         self.kernel = kernel
         self.graph = graph
         self.order = order
@@ -108,6 +119,7 @@ class ControlFlowGraph(Record):
         self.rejoins = {} if rejoins is None else rejoins
         self.sync_ipdom = {} if sync_ipdom is None else sync_ipdom
         self.doomed = set() if doomed is None else doomed
+        self.rejoins_complete = rejoins_complete
 
     def successors(self, label: str) -> list[str]:
         """Successor blocks in a stable order (branch target last)."""
@@ -296,9 +308,10 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     ipdom.pop(EXIT, None)
     doomed = _doomed_blocks(kernel, pdom_graph)
     sync_ipdom = _sync_post_dominators(pdom_graph, ipdom, doomed)
-    rejoins = _rejoin_points(graph, sync_ipdom, loops)
+    rejoins = _rejoin_points(graph, sync_ipdom, loops, MAX_REJOIN_WALK)
     cfg = ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
-                           falls_off, loop_exits, synthetic, rejoins, sync_ipdom, doomed)
+                           falls_off, loop_exits, synthetic, rejoins or {}, sync_ipdom,
+                           doomed, rejoins_complete=rejoins is not None)
     cfg.__dict__["_numbering"] = (numbered, tree_by_number(numbered, *tree))
     return cfg
 
@@ -363,9 +376,11 @@ def branch_region(graph: DiGraph, branch: str, stop: str) -> set[str]:
     return seen
 
 
-def _rejoin_points(graph: DiGraph, ipdom: dict[str, str],
-                   loops: dict[str, Loop]) -> dict[str, Rejoin]:
-    """Rejoin points of branches in cycles (see `Rejoin`), keyed by block.
+def _rejoin_points(graph: DiGraph, ipdom: dict[str, str], loops: dict[str, Loop],
+                   budget: int) -> dict[str, Rejoin] | None:
+    """Rejoin points of branches in cycles (see `Rejoin`), keyed by block; None when the
+    regions walked add up to more than `budget` blocks (each branch's region is walked on
+    its own, so they add up quadratically in, say, a loop of many `continue`s).
 
     Lanes split at a branch meet again at its immediate post-dominator P. When P lies in a
     cycle with the branch and a path from the branch reaches a header of that cycle before
@@ -385,9 +400,15 @@ def _rejoin_points(graph: DiGraph, ipdom: dict[str, str],
             if post in loop.blocks:
                 enclosing.append(loop)
             loop = loops[loop.parent] if loop.parent else None
+        # (the region stops before `post`: a cycle whose one header is `post`, as the
+        # loop of a `continue` to its header, cannot be reentered; no walk needed)
+        enclosing = [lp for lp in enclosing if lp.headers != [post]]
         if not enclosing:
             continue
         region = branch_region(graph, branch, post)
+        budget -= len(region)
+        if budget < 0:
+            return None
         reentered = [lp for lp in enclosing if region.intersection(lp.headers)]
         if not reentered:
             continue

@@ -39,6 +39,7 @@ from gpudiv.analyses.solve import (
     shipped_rule,
     solve,
 )
+from gpudiv.ir.cfg import RejoinLimit
 from gpudiv.lang.load import load
 from gpudiv.report.export import analysis_rule_files
 
@@ -213,7 +214,12 @@ def run_rules(path: str | Path, rules: list[str | Path] | None = None,
             raise RuleError(f"{path}: error: no kernel '{kernel}' (kernels: {names})")
     solutions = []
     for k in kernels:
-        facts = facts_text(prepare(k)[0], shape=kernel_shape(k, None)[0])
+        try:
+            ssa = prepare(k)[0]
+        except RejoinLimit as error:
+            raise RuleError(f"{program.path}:{k.loc.line}:{k.loc.column}: error: "
+                            f"{error}") from None
+        facts = facts_text(ssa, shape=kernel_shape(k, None)[0])
         try:
             solved = solve(rule_files, facts, show=shown, known=known, budget=budget)
         except UnsatisfiableError as error:  # depends on the kernel: say which

@@ -38,6 +38,7 @@ from gpudiv.analyses.facts import RELATIONS, Constant, kernel_facts, quote
 from gpudiv.analyses.launch_shape import kernel_shape
 from gpudiv.analyses.schema import Relation, documented_relations, shown_relations
 from gpudiv.analyses.solve import shipped_rule, solve
+from gpudiv.ir.cfg import RejoinLimit
 from gpudiv.lang.load import load
 from gpudiv.report.corpus import collect_inputs
 
@@ -189,7 +190,11 @@ def collect(paths: list[str | Path], derived: str | None = None,
         tables.setdefault(name, _declare(name, arity, keyed, documented))
     for path, kernel in kernels:
         start = time.perf_counter()
-        ssa, _ = prepare(kernel)  # stack slots promoted, as the analyses see the kernel
+        try:
+            ssa, _ = prepare(kernel)  # stack slots promoted, as the analyses see the kernel
+        except RejoinLimit as error:
+            raise ExportError(f"{path}:{kernel.loc.line}:{kernel.loc.column}: error: "
+                              f"{error}") from None
         shape, _ = kernel_shape(kernel, None)
         facts = kernel_facts(ssa, shape=shape)
         rows = [(fact[0], fact[1:]) for fact in facts]

@@ -136,3 +136,61 @@ def test_block_successors_by_index_are_the_successor_labels_of_every_sample_bloc
             assert by_index[-1] == []
             checked += len(labels)
     assert checked > 1_000
+
+
+def _continues(count: int, to_header: bool) -> str:
+    """A loop of `count` branches to the loop's header (`continue` in a while loop) or to
+    its latch (`continue` in a do-while loop)."""
+    target = "H" if to_header else "L"
+    lines = ["kernel k(a)", "  t = tid", "  i = 0", "H: i = i + 1"]
+    if to_header:
+        lines += ["  d = i < a", "  bz d, X"]
+    for j in range(count):
+        lines += [f"  c{j} = t == {j}", f"  bnz c{j}, {target}"]
+    lines += ["L: e = i < a", "  bnz e, H"] if not to_header else ["  jump H"]
+    lines += ["X: stop"]
+    return "\n".join(lines) + "\n"
+
+
+def test_rejoin_search_skips_cycles_whose_one_header_is_the_meeting_point(monkeypatch):
+    """A `continue` to the header of a while loop: lanes meet at the header, which the
+    region stops before, so no region is walked (each walk ran to the loop's end: 4,000
+    continues took 7 s)."""
+    from gpudiv.ir import cfg as cfg_module
+
+    walked = []
+    monkeypatch.setattr(cfg_module, "branch_region",
+                        lambda *args: walked.append(args) or set())
+    cfg = cfg_of(_continues(300, to_header=True))
+    assert walked == [] and cfg.rejoins == {} and cfg.rejoins_complete
+
+
+def test_rejoin_search_stops_at_its_limit_and_the_kernel_is_refused(monkeypatch, tmp_path,
+                                                                   capsys):
+    """`continue`s to the latch of a do-while loop: each branch's region runs to the
+    latch, so the walks add up quadratically; past `MAX_REJOIN_WALK` blocks the search
+    stops, SSA refuses the CFG, and `gpudiv analyze` reports the kernel with its place."""
+    from gpudiv.cli.main import main
+    from gpudiv.ir import cfg as cfg_module
+    from gpudiv.ir.ssa import build_ssa
+
+    text = _continues(60, to_header=False)
+    assert cfg_of(text).rejoins_complete  # 60 · 61 / 2 blocks: under the real limit
+    monkeypatch.setattr(cfg_module, "MAX_REJOIN_WALK", 500)
+    sizes = []
+    region = cfg_module.branch_region
+    monkeypatch.setattr(cfg_module, "branch_region",
+                        lambda *args: sizes.append(len(found := region(*args))) or found)
+    cfg = cfg_of(text)
+    assert not cfg.rejoins_complete and cfg.rejoins == {}
+    assert 500 < sum(sizes) <= 500 + max(sizes) and len(sizes) < 60
+    try:
+        build_ssa(cfg)
+    except cfg_module.RejoinLimit as error:
+        assert "rejoin points" in str(error)
+    else:
+        raise AssertionError("SSA built from an incomplete rejoin search")
+    path = tmp_path / "continues.musimd"
+    path.write_text(text)
+    assert main(["analyze", str(path)]) == 2
+    assert f"{path}:1:1: error: kernel k: too large to analyse" in capsys.readouterr().err

@@ -179,3 +179,26 @@ def test_atoms_are_read_without_clingo_for_flat_terms():
     name, values = parse_atom("f(g(1),2)")
     assert (name, values) == ("f", ("g(1)", 2)) and isinstance(values[0], Constant)
     assert parse_atom("flag") == ("flag", ())
+
+
+def test_a_kernel_whose_rejoin_search_stopped_is_a_located_error(tmp_path, monkeypatch,
+                                                                   capsys):
+    """`gpudiv facts` on a kernel past the rejoin search's limit (a do-while loop of 40
+    `continue`s, limit lowered to 100 blocks): one located line, exit 2, no facts that
+    would miss rejoin copies."""
+    from gpudiv.ir import cfg as cfg_module
+
+    monkeypatch.setattr(cfg_module, "MAX_REJOIN_WALK", 100)
+    lines = ["kernel k(a)", "  t = tid", "  i = 0", "H: i = i + 1"]
+    for j in range(40):
+        lines += [f"  c{j} = t == {j}", f"  bnz c{j}, L"]
+    path = tmp_path / "continues.musimd"
+    path.write_text("\n".join([*lines, "L: e = i < a", "  bnz e, H", "  stop"]) + "\n")
+    assert main(["facts", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:1:1: error: kernel k: too large to analyse") and \
+        "rejoin points" in err and "Traceback" not in err
+    assert main(["solve", str(path), "--rules", str(SAMPLES / "rules" /
+                                                     "memory_divergence.lp")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:1:1: error: kernel k: too large to analyse")
