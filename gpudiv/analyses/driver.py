@@ -84,11 +84,11 @@ def size_problem(kernel: ir.Kernel, cfg=None) -> SizeLimit | None:
     if kernel.instruction_count > MAX_KERNEL_INSTRUCTIONS:
         return SizeLimit(f"too large to analyse: {kernel.instruction_count} instructions "
                          f"(at most {MAX_KERNEL_INSTRUCTIONS}); the kernel is skipped")
+    if cfg is not None and cfg.incomplete:
+        return SizeLimit(f"too large to analyse: {cfg.incomplete}; the kernel is skipped")
     work = region_work(cfg) if cfg is not None else 0
-    # `work` is a bound; above the limit, count what the rules would walk (up to a limit).
-    # A CFG whose rejoin search stopped has walked more than that already.
-    if (cfg is not None and not cfg.rejoins_complete) or (
-            work > MAX_REGION_WORK and region_walk(cfg, MAX_REGION_WALK) > MAX_REGION_WALK):
+    # `work` is a bound; above the limit, count what the rules would walk (up to a limit)
+    if work > MAX_REGION_WORK and region_walk(cfg, MAX_REGION_WALK) > MAX_REGION_WALK:
         return SizeLimit(f"too large to analyse: its branches' influence regions add up to "
                          f"{work} blocks (at most {MAX_REGION_WORK}: join points of deeply "
                          "nested branches take memory quadratic in the depth); the kernel "

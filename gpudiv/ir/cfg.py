@@ -33,10 +33,15 @@ EXIT = "^exit"
 # region limit too (gpudiv.analyses.driver.MAX_REGION_WALK is this number): the search
 # stops there instead of going on quadratically in, say, a loop of many `continue`s.
 MAX_REJOIN_WALK = 4_000_000
+# The most (block, loop) memberships the loop forest finds (each loop holds its inner
+# loops' blocks: a nest of N loops has about N²/2): a nest of 1,000 loops has 500,000
+# and took 5 s to build; one of 2,000, 31 s; one of 4,000, more than 5 minutes.
+MAX_LOOP_BLOCKS = 1_000_000
 
 
-class RejoinLimit(Exception):
-    """SSA asked of a CFG whose search for rejoin points stopped at `MAX_REJOIN_WALK`."""
+class CFGLimit(Exception):
+    """SSA asked of a CFG whose construction stopped a search at its limit
+    (`ControlFlowGraph.incomplete` says which)."""
 
 
 class Loop(Record):
@@ -95,7 +100,7 @@ class ControlFlowGraph(Record):
     rejoins: dict[str, Rejoin]
     sync_ipdom: dict[str, str]
     doomed: set[str]
-    rejoins_complete: bool
+    incomplete: str | None
 
     def __init__(self, kernel: ir.Kernel, graph: DiGraph, order: list[str], idom: dict[str, str],
                        ipdom: dict[str, str], loops: dict[str, Loop],
@@ -104,7 +109,7 @@ class ControlFlowGraph(Record):
                        synthetic: dict[str, str] | None = None,
                        rejoins: dict[str, Rejoin] | None = None,
                        sync_ipdom: dict[str, str] | None = None,
-                       doomed: set[str] | None = None, rejoins_complete: bool = True) -> None:
+                       doomed: set[str] | None = None, incomplete: str | None = None) -> None:
         self.kernel = kernel
         self.graph = graph
         self.order = order
@@ -119,7 +124,7 @@ class ControlFlowGraph(Record):
         self.rejoins = {} if rejoins is None else rejoins
         self.sync_ipdom = {} if sync_ipdom is None else sync_ipdom
         self.doomed = set() if doomed is None else doomed
-        self.rejoins_complete = rejoins_complete
+        self.incomplete = incomplete
 
     def successors(self, label: str) -> list[str]:
         """Successor blocks in a stable order (branch target last)."""
@@ -171,12 +176,14 @@ def successor_labels(kernel: ir.Kernel, index: int) -> list[str]:
 
 
 def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
-                 loops: dict[str, Loop], entering: DiGraph | None = None) -> None:
+                 loops: dict[str, Loop], budget: int, entering: DiGraph | None = None
+                 ) -> bool:
     """Find the cycles of `graph` and, in each with its header edges removed, the cycles
     within; a member is a header when an edge of `entering` (default: `graph`) comes in
     from outside. `loops` gets them outermost first, each loop's inner loops before its
     next sibling (a stack of the nests being searched, not recursion: a nest a thousand
-    loops deep exceeded Python's recursion limit)."""
+    loops deep exceeded Python's recursion limit). False (the search stopped) once the
+    loops found hold more than `budget` blocks in all."""
     searching = [(graph, graph if entering is None else entering, parent,
                   iter(strongly_connected_components(graph)))]
     while searching:
@@ -192,6 +199,9 @@ def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
                 key=order.get)
             if not headers:
                 headers = [min(component, key=order.get)]
+            budget -= len(component)
+            if budget < 0:
+                return False
             loop = Loop(headers[0], headers, set(component),
                         parent.name if parent else None, (parent.depth + 1) if parent else 1)
             loops[loop.name] = loop
@@ -206,6 +216,7 @@ def _loop_forest(graph: DiGraph, order: dict[str, int], parent: Loop | None,
             break
         else:
             searching.pop()
+    return True
 
 
 def _block_successors(kernel: ir.Kernel, labels: list[str]) -> list[list[int]]:
@@ -292,10 +303,13 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     position[ENTRY] = -1
     position[EXIT] = len(order)
     loops: dict[str, Loop] = {}
-    if not forward_only:
-        # On the whole graph, not a copy without ENTRY and EXIT: neither is on a cycle,
-        # and the depth-first search from ENTRY meets the blocks in the copy's order.
-        _loop_forest(graph, position, None, loops)
+    incomplete = None
+    # On the whole graph, not a copy without ENTRY and EXIT: neither is on a cycle, and
+    # the depth-first search from ENTRY meets the blocks in the copy's order.
+    if not forward_only and not _loop_forest(graph, position, None, loops, MAX_LOOP_BLOCKS):
+        loops = {}  # (no loops, no loop exits, no rejoin points: the CFG is incomplete)
+        incomplete = (f"its loops hold more than {MAX_LOOP_BLOCKS} blocks in all (a deep "
+                      "nest of loops)")
     synthetic: dict[str, str] = {}
     loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
 
@@ -309,9 +323,12 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     doomed = _doomed_blocks(kernel, pdom_graph)
     sync_ipdom = _sync_post_dominators(pdom_graph, ipdom, doomed)
     rejoins = _rejoin_points(graph, sync_ipdom, loops, MAX_REJOIN_WALK)
+    if rejoins is None:
+        incomplete = ("finding the rejoin points of its branches in cycles walks more than "
+                      f"{MAX_REJOIN_WALK} blocks")
     cfg = ControlFlowGraph(kernel, graph, order, idom, ipdom, loops, unreachable, no_exit,
                            falls_off, loop_exits, synthetic, rejoins or {}, sync_ipdom,
-                           doomed, rejoins_complete=rejoins is not None)
+                           doomed, incomplete)
     cfg.__dict__["_numbering"] = (numbered, tree_by_number(numbered, *tree))
     return cfg
 

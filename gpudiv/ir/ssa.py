@@ -15,7 +15,7 @@ value of the cycle read there is a copy gated by that branch (docs/design.md, "C
 from __future__ import annotations
 
 from gpudiv import ir
-from gpudiv.ir.cfg import ENTRY, EXIT, MAX_REJOIN_WALK, ControlFlowGraph, RejoinLimit
+from gpudiv.ir.cfg import ENTRY, EXIT, CFGLimit, ControlFlowGraph
 from gpudiv.ir.dominators import IndexedGraph, frontiers_by_number
 from gpudiv.ir.record import Record
 
@@ -518,13 +518,12 @@ class _RenameWalk:
 
 
 def build_ssa(cfg: ControlFlowGraph) -> SSAForm:
-    """Convert a kernel (through its CFG) to gated SSA (`RejoinLimit` when the CFG's
-    search for rejoin points stopped at its limit: without them, the SSA form would miss
-    copies that temporal divergence needs)."""
-    if not cfg.rejoins_complete:
-        raise RejoinLimit(f"kernel {cfg.kernel.name}: too large to analyse: finding the "
-                          "rejoin points of its branches in cycles walks more than "
-                          f"{MAX_REJOIN_WALK} blocks; the kernel is skipped")
+    """Convert a kernel (through its CFG) to gated SSA (`CFGLimit` when building the CFG
+    stopped a search at its limit: without its loops or rejoin points, the SSA form would
+    miss the η and rejoin copies that temporal divergence needs)."""
+    if cfg.incomplete:
+        raise CFGLimit(f"kernel {cfg.kernel.name}: too large to analyse: "
+                       f"{cfg.incomplete}; the kernel is skipped")
     instrs = cfg.kernel.instructions()
     numbered, idom = cfg.numbering()
     number = numbered.number

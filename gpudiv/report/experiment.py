@@ -39,7 +39,7 @@ from gpudiv.analyses.solve import (
     shipped_rule,
     solve,
 )
-from gpudiv.ir.cfg import RejoinLimit
+from gpudiv.ir.cfg import CFGLimit
 from gpudiv.lang.load import load
 from gpudiv.report.export import analysis_rule_files
 
@@ -216,7 +216,7 @@ def run_rules(path: str | Path, rules: list[str | Path] | None = None,
     for k in kernels:
         try:
             ssa = prepare(k)[0]
-        except RejoinLimit as error:
+        except CFGLimit as error:
             raise RuleError(f"{program.path}:{k.loc.line}:{k.loc.column}: error: "
                             f"{error}") from None
         facts = facts_text(ssa, shape=kernel_shape(k, None)[0])

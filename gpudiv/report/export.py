@@ -38,7 +38,7 @@ from gpudiv.analyses.facts import RELATIONS, Constant, kernel_facts, quote
 from gpudiv.analyses.launch_shape import kernel_shape
 from gpudiv.analyses.schema import Relation, documented_relations, shown_relations
 from gpudiv.analyses.solve import shipped_rule, solve
-from gpudiv.ir.cfg import RejoinLimit
+from gpudiv.ir.cfg import CFGLimit
 from gpudiv.lang.load import load
 from gpudiv.report.corpus import collect_inputs
 
@@ -192,7 +192,7 @@ def collect(paths: list[str | Path], derived: str | None = None,
         start = time.perf_counter()
         try:
             ssa, _ = prepare(kernel)  # stack slots promoted, as the analyses see the kernel
-        except RejoinLimit as error:
+        except CFGLimit as error:
             raise ExportError(f"{path}:{kernel.loc.line}:{kernel.loc.column}: error: "
                               f"{error}") from None
         shape, _ = kernel_shape(kernel, None)

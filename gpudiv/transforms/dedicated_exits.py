@@ -27,6 +27,8 @@ class DedicatedExits(Pass):
     def run(self, kernel: ir.Kernel) -> ir.Kernel:
         """The kernel with one new block per virtual loop exit."""
         cfg = build_cfg(kernel)
+        if cfg.incomplete:  # (without its loops, the CFG has no loop exits to give)
+            raise PassError(f"kernel {kernel.name}: too large: {cfg.incomplete}")
         rewriter = Rewriter(kernel)
         for split, target in list(cfg.synthetic.items()):
             sources = sorted(cfg.graph.predecessors(split), key=rewriter.index)

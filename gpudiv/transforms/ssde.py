@@ -155,6 +155,8 @@ def _materialize(rewriter: Rewriter, anchor: tuple, exits: dict[str, Point]) -> 
 def _latches(kernel: ir.Kernel, plan: Plan) -> list[tuple[str, str]]:
     """The back edges (latch, header) of a planned loop in the kernel as it is now."""
     cfg = build_cfg(kernel)
+    if cfg.incomplete:
+        raise PassError(f"kernel {kernel.name}: too large: {cfg.incomplete}")
     loop = cfg.loops.get(plan.loop)
     if loop is None:
         raise PassError(f"kernel {kernel.name}: loop {plan.loop} not found after splitting")

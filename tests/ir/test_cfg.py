@@ -162,7 +162,7 @@ def test_rejoin_search_skips_cycles_whose_one_header_is_the_meeting_point(monkey
     monkeypatch.setattr(cfg_module, "branch_region",
                         lambda *args: walked.append(args) or set())
     cfg = cfg_of(_continues(300, to_header=True))
-    assert walked == [] and cfg.rejoins == {} and cfg.rejoins_complete
+    assert walked == [] and cfg.rejoins == {} and cfg.incomplete is None
 
 
 def test_rejoin_search_stops_at_its_limit_and_the_kernel_is_refused(monkeypatch, tmp_path,
@@ -175,18 +175,18 @@ def test_rejoin_search_stops_at_its_limit_and_the_kernel_is_refused(monkeypatch,
     from gpudiv.ir.ssa import build_ssa
 
     text = _continues(60, to_header=False)
-    assert cfg_of(text).rejoins_complete  # 60 · 61 / 2 blocks: under the real limit
+    assert cfg_of(text).incomplete is None  # 60 · 61 / 2 blocks: under the real limit
     monkeypatch.setattr(cfg_module, "MAX_REJOIN_WALK", 500)
     sizes = []
     region = cfg_module.branch_region
     monkeypatch.setattr(cfg_module, "branch_region",
                         lambda *args: sizes.append(len(found := region(*args))) or found)
     cfg = cfg_of(text)
-    assert not cfg.rejoins_complete and cfg.rejoins == {}
+    assert "rejoin points" in cfg.incomplete and cfg.rejoins == {}
     assert 500 < sum(sizes) <= 500 + max(sizes) and len(sizes) < 60
     try:
         build_ssa(cfg)
-    except cfg_module.RejoinLimit as error:
+    except cfg_module.CFGLimit as error:
         assert "rejoin points" in str(error)
     else:
         raise AssertionError("SSA built from an incomplete rejoin search")
@@ -194,3 +194,34 @@ def test_rejoin_search_stops_at_its_limit_and_the_kernel_is_refused(monkeypatch,
     path.write_text(text)
     assert main(["analyze", str(path)]) == 2
     assert f"{path}:1:1: error: kernel k: too large to analyse" in capsys.readouterr().err
+
+
+def test_loop_forest_stops_at_its_limit_and_reconvergence_points_stay(monkeypatch, tmp_path,
+                                                                       capsys):
+    """A nest of 20 loops holds 210 (block, loop) memberships; with the forest's limit
+    lowered to 50 the search stops (a nest of 2,000 loops took 31 s, one of 4,000 more
+    than 5 minutes), the CFG says why and keeps no loops, the reconvergence points the
+    interpreter uses are those of the whole CFG, and `gpudiv analyze` refuses the kernel
+    at its place."""
+    from gpudiv.cli.main import main
+    from gpudiv.ir import cfg as cfg_module
+
+    lines = ["kernel k(a)", "  t = tid"]
+    for j in range(20):
+        lines += [f"  i{j} = 0", f"H{j}: i{j} = i{j} + 1"]
+    lines += ["  x = t + 1"]
+    for j in reversed(range(20)):
+        lines += [f"  c{j} = i{j} < a", f"  bnz c{j}, H{j}"]
+    text = "\n".join([*lines, "  stop"]) + "\n"
+    whole = cfg_of(text)
+    assert len(whole.loops) == 20 and whole.incomplete is None
+    monkeypatch.setattr(cfg_module, "MAX_LOOP_BLOCKS", 50)
+    cut = cfg_of(text)
+    assert "loops hold more than 50 blocks" in cut.incomplete
+    assert cut.loops == {} and cut.rejoins == {} and cut.synthetic == {}
+    assert reconvergence_points(cut) == reconvergence_points(whole)
+    path = tmp_path / "nest.musimd"
+    path.write_text(text)
+    assert main(["analyze", str(path)]) == 2
+    assert f"{path}:1:1: error: kernel k: too large to analyse: its loops hold more than 50" \
+        in capsys.readouterr().err
