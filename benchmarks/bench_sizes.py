@@ -34,7 +34,10 @@ DEFAULT_SIZES = {"nested_ifs": (250, 500, 1000, 2000),
                  "straight_line": (25_000, 50_000, 100_000, 200_000),
                  "brx_switch": (500, 1000, 2000, 4000), "big_ptx": (250, 500, 1000, 2000),
                  "endless_loops": (250, 500, 1000), "musimd_kernels": (500, 1000, 2000, 4000),
-                 "many_functions": (500, 1000, 2000, 4000)}
+                 "many_functions": (500, 1000, 2000, 4000),
+                 "skipped_loops": (1000, 2000, 4000, 8000),
+                 "loop_continues": (1000, 2000, 4000, 8000),
+                 "latch_continues": (1000, 2000, 4000, 8000), "loop_nest": (250, 500, 1000, 2000)}
 STAGES = ("parse", "ssa", "facts", "ground", "solve", "other", "total")
 
 

@@ -14,7 +14,14 @@ The shapes that made gpudiv super-linear (issue 17, item 8):
 - `musimd_kernels(kernels)`: a μ-SIMD file of `kernels` small kernels (each was parsed
   padded to its line in the file);
 - `many_functions(functions)`: a PTX kernel that calls each of `functions` functions once
-  (the lowering compared every function it had inlined at every call).
+  (the lowering compared every function it had inlined at every call);
+- `skipped_loops(loops)`: μ-SIMD, `loops` loops one after the other, each skipped by a
+  branch to its exit (each exit gets a dedicated block, which went through every loop);
+- `loop_continues(branches, to_header)`: μ-SIMD, one loop of `branches` `continue`s, to
+  the header of a while loop or to the latch of a do-while loop (the search for rejoin
+  points walked the rest of the body from each);
+- `loop_nest(depth)`: μ-SIMD, `depth` nested loops (the loop forest's output is
+  quadratic: each loop holds its inner loops' blocks).
 
     python benchmarks/size_inputs.py nested_ifs 2000 > nest.musimd
 """
@@ -151,13 +158,55 @@ def many_functions(functions: int) -> str:
             + f"\tst.global.u32 [%rd2], %r{functions + 1};\n\tret;\n}}\n")
 
 
+def skipped_loops(loops: int) -> str:
+    """A μ-SIMD kernel of `loops` loops in sequence, each skipped by a branch to its exit."""
+    lines = ["kernel skipped(a)", "      i = 0"]
+    for j in range(loops):
+        lines += [f"      bz a, X{j}", f"L{j}:   i = i + 1", f"      c{j} = i < a",
+                  f"      bnz c{j}, L{j}", f"X{j}:   i = i + 2"]
+    return "\n".join([*lines, "      shared[0] = i", "      stop"]) + "\n"
+
+
+def loop_continues(branches: int, to_header: bool = True) -> str:
+    """A μ-SIMD loop of `branches` thread-dependent `continue`s: to the header of a while
+    loop, or (`to_header` false) to the latch of a do-while loop."""
+    target = "H" if to_header else "L"
+    lines = ["kernel continues(a)", "      t = tid", "      i = 0", "H:    i = i + 1"]
+    if to_header:
+        lines += ["      d = i < a", "      bz d, X"]
+    for j in range(branches):
+        lines += [f"      c{j} = t == {j}", f"      bnz c{j}, {target}"]
+    lines += ["      jump H"] if to_header else ["L:    e = i < a", "      bnz e, H"]
+    return "\n".join([*lines, "X:    shared[t] = i", "      stop"]) + "\n"
+
+
+def latch_continues(branches: int) -> str:
+    """`loop_continues` to the latch of a do-while loop."""
+    return loop_continues(branches, to_header=False)
+
+
+def loop_nest(depth: int) -> str:
+    """A μ-SIMD kernel of `depth` nested loops around one thread-dependent statement."""
+    lines = ["kernel nest(a)", "      t = tid"]
+    for j in range(depth):
+        lines += [f"      i{j} = 0", f"H{j}:   i{j} = i{j} + 1"]
+    lines += ["      x = t + 1"]
+    for j in reversed(range(depth)):
+        lines += [f"      c{j} = i{j} < a", f"      bnz c{j}, H{j}"]
+    return "\n".join([*lines, "      shared[t] = x", "      stop"]) + "\n"
+
+
 SHAPES = {"nested_ifs": nested_ifs, "straight_line": straight_line,
           "brx_switch": brx_switch, "big_ptx": big_ptx, "big_ptx_bytes": big_ptx_of_bytes,
           "endless_loops": endless_loops, "musimd_kernels": musimd_kernels,
-          "many_functions": many_functions}
+          "many_functions": many_functions, "skipped_loops": skipped_loops,
+          "loop_continues": loop_continues,
+          "latch_continues": latch_continues,
+          "loop_nest": loop_nest}
 SUFFIX = {"nested_ifs": ".musimd", "straight_line": ".musimd", "brx_switch": ".ptx",
           "big_ptx": ".ptx", "big_ptx_bytes": ".ptx", "endless_loops": ".musimd",
-          "musimd_kernels": ".musimd", "many_functions": ".ptx"}
+          "musimd_kernels": ".musimd", "many_functions": ".ptx", "skipped_loops": ".musimd",
+          "loop_continues": ".musimd", "latch_continues": ".musimd", "loop_nest": ".musimd"}
 
 
 def main(argv: list[str]) -> int:

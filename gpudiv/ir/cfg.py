@@ -462,6 +462,7 @@ def _dedicated_exits(graph: DiGraph, pdom_graph: DiGraph, loops: dict[str, Loop]
     """
     exits: dict[str, list[str]] = {}
     position = {label: i for i, label in enumerate(order)}
+    innermost = _innermost_loops(loops)
     for loop in sorted(loops.values(), key=lambda lp: (-lp.depth, position[lp.name])):
         targets: dict[str, list[str]] = {}
         for u in sorted(loop.blocks, key=lambda b: position.get(b, len(position))):
@@ -481,9 +482,19 @@ def _dedicated_exits(graph: DiGraph, pdom_graph: DiGraph, loops: dict[str, Loop]
                     g.remove_edge(u, x)
                     g.add_edge(u, split)
                 g.add_edge(split, x)
-            for other in loops.values():
-                if x in other.blocks and any(u in other.blocks for u in sources):
-                    other.blocks.add(split)
+            # the split joins every loop that holds x and a source: loops around a source
+            # (going up from its innermost one; all of them were walked for every split,
+            # quadratic in a kernel of many loops)
+            walked: set[str] = set()
+            for u in sources:
+                other = innermost.get(u)
+                while other is not None and other.name not in walked:
+                    walked.add(other.name)
+                    if x in other.blocks:
+                        other.blocks.add(split)
+                        if split not in innermost or other.depth > innermost[split].depth:
+                            innermost[split] = other
+                    other = loops[other.parent] if other.parent else None
             exits[loop.name].append(split)
     return exits
 
