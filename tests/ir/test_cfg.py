@@ -1,5 +1,6 @@
 """CFG construction, dominance, loops and dedicated loop exits."""
 
+import sys
 from pathlib import Path
 
 from gpudiv.ir.cfg import (
@@ -14,6 +15,8 @@ from gpudiv.lang.load import load
 from gpudiv.lang.musimd.parse import parse_musimd
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+sys.path.insert(0, str(SAMPLES.parent / "benchmarks"))
+from size_inputs import loop_continues, loop_nest  # noqa: E402
 
 
 def cfg_of(text: str):
@@ -138,20 +141,6 @@ def test_block_successors_by_index_are_the_successor_labels_of_every_sample_bloc
     assert checked > 1_000
 
 
-def _continues(count: int, to_header: bool) -> str:
-    """A loop of `count` branches to the loop's header (`continue` in a while loop) or to
-    its latch (`continue` in a do-while loop)."""
-    target = "H" if to_header else "L"
-    lines = ["kernel k(a)", "  t = tid", "  i = 0", "H: i = i + 1"]
-    if to_header:
-        lines += ["  d = i < a", "  bz d, X"]
-    for j in range(count):
-        lines += [f"  c{j} = t == {j}", f"  bnz c{j}, {target}"]
-    lines += ["L: e = i < a", "  bnz e, H"] if not to_header else ["  jump H"]
-    lines += ["X: stop"]
-    return "\n".join(lines) + "\n"
-
-
 def test_rejoin_search_skips_cycles_whose_one_header_is_the_meeting_point(monkeypatch):
     """A `continue` to the header of a while loop: lanes meet at the header, which the
     region stops before, so no region is walked (each walk ran to the loop's end: 4,000
@@ -161,7 +150,7 @@ def test_rejoin_search_skips_cycles_whose_one_header_is_the_meeting_point(monkey
     walked = []
     monkeypatch.setattr(cfg_module, "branch_region",
                         lambda *args: walked.append(args) or set())
-    cfg = cfg_of(_continues(300, to_header=True))
+    cfg = cfg_of(loop_continues(300))
     assert walked == [] and cfg.rejoins == {} and cfg.incomplete is None
 
 
@@ -174,8 +163,8 @@ def test_rejoin_search_stops_at_its_limit_and_the_kernel_is_refused(monkeypatch,
     from gpudiv.ir import cfg as cfg_module
     from gpudiv.ir.ssa import build_ssa
 
-    text = _continues(60, to_header=False)
-    assert cfg_of(text).incomplete is None  # 60 · 61 / 2 blocks: under the real limit
+    text = loop_continues(60, to_header=False)
+    assert cfg_of(text).incomplete is None  # (well under the real limit)
     monkeypatch.setattr(cfg_module, "MAX_REJOIN_WALK", 500)
     sizes = []
     region = cfg_module.branch_region
@@ -193,12 +182,12 @@ def test_rejoin_search_stops_at_its_limit_and_the_kernel_is_refused(monkeypatch,
     path = tmp_path / "continues.musimd"
     path.write_text(text)
     assert main(["analyze", str(path)]) == 2
-    assert f"{path}:1:1: error: kernel k: too large to analyse" in capsys.readouterr().err
+    assert f"{path}:1:1: error: kernel continues: too large to analyse" in capsys.readouterr().err
 
 
 def test_loop_forest_stops_at_its_limit_and_reconvergence_points_stay(monkeypatch, tmp_path,
                                                                        capsys):
-    """A nest of 20 loops holds 210 (block, loop) memberships; with the forest's limit
+    """A nest of 20 loops holds 400 (block, loop) memberships; with the forest's limit
     lowered to 50 the search stops (a nest of 2,000 loops took 31 s, one of 4,000 more
     than 5 minutes), the CFG says why and keeps no loops, the reconvergence points the
     interpreter uses are those of the whole CFG, and `gpudiv analyze` refuses the kernel
@@ -206,13 +195,7 @@ def test_loop_forest_stops_at_its_limit_and_reconvergence_points_stay(monkeypatc
     from gpudiv.cli.main import main
     from gpudiv.ir import cfg as cfg_module
 
-    lines = ["kernel k(a)", "  t = tid"]
-    for j in range(20):
-        lines += [f"  i{j} = 0", f"H{j}: i{j} = i{j} + 1"]
-    lines += ["  x = t + 1"]
-    for j in reversed(range(20)):
-        lines += [f"  c{j} = i{j} < a", f"  bnz c{j}, H{j}"]
-    text = "\n".join([*lines, "  stop"]) + "\n"
+    text = loop_nest(20)
     whole = cfg_of(text)
     assert len(whole.loops) == 20 and whole.incomplete is None
     monkeypatch.setattr(cfg_module, "MAX_LOOP_BLOCKS", 50)
@@ -223,5 +206,5 @@ def test_loop_forest_stops_at_its_limit_and_reconvergence_points_stay(monkeypatc
     path = tmp_path / "nest.musimd"
     path.write_text(text)
     assert main(["analyze", str(path)]) == 2
-    assert f"{path}:1:1: error: kernel k: too large to analyse: its loops hold more than 50" \
+    assert f"{path}:1:1: error: kernel nest: too large to analyse: its loops hold more than 50" \
         in capsys.readouterr().err
