@@ -121,9 +121,9 @@ def _block_uses(instrs: list[ir.Instruction], statements: list[range]
                 ) -> tuple[dict[str, list[int]], dict[str, set[int]]]:
     """In one pass over the instructions: the blocks (by number) where each source
     variable has an upward-exposed use (a read before any definition in the block: it is
-    live on entry there), and the blocks
-    whose instructions define each source variable (a second pass for the definitions
-    went through every instruction of a large kernel again)."""
+    live on entry there), and the blocks whose instructions define each source variable
+    (a second pass for the definitions went through every instruction of a large kernel
+    again)."""
     exposed: dict[str, list[int]] = {}
     def_blocks: dict[str, set[int]] = {}
     defined: set[str] = set()  # sets reused, cleared per block: a set per block was memory
