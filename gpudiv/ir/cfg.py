@@ -20,6 +20,7 @@ from gpudiv.ir.dominators import (
     IndexedGraph,
     dominator_tree,
     immediate_dominators,
+    numbers_of_idom,
     tree_by_node,
     tree_by_number,
 )
@@ -141,10 +142,8 @@ class ControlFlowGraph(Record):
         found = self.__dict__.get("_numbering")
         if found is None:
             numbered = IndexedGraph(self.graph)
-            tree = [-1] * len(numbered.nodes)
-            for node, dominator in self.idom.items():
-                tree[numbered.number[node]] = numbered.number[dominator]
-            found = self.__dict__["_numbering"] = (numbered, tree)
+            found = self.__dict__["_numbering"] = (numbered,
+                                                   numbers_of_idom(numbered, self.idom))
         return found
 
     def __getstate__(self) -> dict:
@@ -271,17 +270,18 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     unreachable = [labels[i] for i in range(count) if not reached[i]]
     order = [labels[i] for i in range(count) if reached[i]]
     targets = [*labels, EXIT]
-    graph = DiGraph()
-    graph.add_nodes_from((ENTRY, EXIT, *order))
-    graph.add_edge(ENTRY, labels[0])
-    graph.add_edges_from((labels[u], targets[v]) for u in range(count) if reached[u]
-                         for v in successors[u])
-    forward_only = all(v > u for u in range(count) if reached[u] for v in successors[u])
+    edges = [(ENTRY, labels[0])]
     predecessors: list[list[int]] = [[] for _ in targets]
+    forward_only = True  # (every edge goes down the block order: no cycle to look for)
     for u in range(count):
         if reached[u]:
             for v in successors[u]:
+                edges.append((labels[u], targets[v]))
                 predecessors[v].append(u)
+                forward_only = forward_only and v > u
+    graph = DiGraph()
+    graph.add_nodes_from((ENTRY, EXIT, *order))
+    graph.add_edges_from(edges)
     reaching = _reach(predecessors, count)
 
     position = {label: i for i, label in enumerate(order)}
@@ -311,7 +311,8 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
         incomplete = (f"its loops hold more than {MAX_LOOP_BLOCKS} blocks in all (a deep "
                       "nest of loops)")
     synthetic: dict[str, str] = {}
-    loop_exits = _dedicated_exits(graph, pdom_graph, loops, order, synthetic)
+    innermost = _innermost_loops(loops)  # (kept up to date by `_dedicated_exits`)
+    loop_exits = _dedicated_exits(graph, pdom_graph, loops, innermost, order, synthetic)
 
     numbered = IndexedGraph(graph)  # both trees walk one numbering of the graph
     tree = dominator_tree(numbered, numbered.number[ENTRY])
@@ -322,7 +323,7 @@ def build_cfg(kernel: ir.Kernel) -> ControlFlowGraph:
     ipdom.pop(EXIT, None)
     doomed = _doomed_blocks(kernel, pdom_graph)
     sync_ipdom = _sync_post_dominators(pdom_graph, ipdom, doomed)
-    rejoins = _rejoin_points(graph, sync_ipdom, loops, MAX_REJOIN_WALK)
+    rejoins = _rejoin_points(graph, sync_ipdom, loops, innermost, MAX_REJOIN_WALK)
     if rejoins is None:
         incomplete = ("finding the rejoin points of its branches in cycles walks more than "
                       f"{MAX_REJOIN_WALK} blocks")
@@ -394,7 +395,7 @@ def branch_region(graph: DiGraph, branch: str, stop: str) -> set[str]:
 
 
 def _rejoin_points(graph: DiGraph, ipdom: dict[str, str], loops: dict[str, Loop],
-                   budget: int) -> dict[str, Rejoin] | None:
+                   innermost: dict[str, Loop], budget: int) -> dict[str, Rejoin] | None:
     """Rejoin points of branches in cycles (see `Rejoin`), keyed by block; None when the
     regions walked add up to more than `budget` blocks (each branch's region is walked on
     its own, so they add up quadratically in, say, a loop of many `continue`s).
@@ -405,7 +406,6 @@ def _rejoin_points(graph: DiGraph, ipdom: dict[str, str], loops: dict[str, Loop]
     can be in different iterations. Cycles containing both blocks are nested, so the
     outermost such cycle decides which values may differ.
     """
-    innermost = _innermost_loops(loops)
     rejoins: dict[str, Rejoin] = {}
     for branch in graph.nodes:
         if graph.out_degree(branch) < 2 or branch not in innermost:
@@ -453,16 +453,18 @@ def reconvergence_points(cfg: ControlFlowGraph) -> dict[str, str]:
 
 
 def _dedicated_exits(graph: DiGraph, pdom_graph: DiGraph, loops: dict[str, Loop],
-                     order: list[str], synthetic: dict[str, str]) -> dict[str, list[str]]:
+                     innermost: dict[str, Loop], order: list[str],
+                     synthetic: dict[str, str]) -> dict[str, list[str]]:
     """Give every loop exit a block reached only from inside the loop (LCSSA needs it).
 
     An exit target that is also reached from outside the loop gets a new empty block on
     the exit edges; loop-exit (η) definitions are placed there. Inner loops come first, so
     a block that exits several loops lists the inner loop's η before the outer loop's.
+    Each new block joins the loops around it and `innermost` (each block's deepest loop,
+    `_innermost_loops`) gets it.
     """
     exits: dict[str, list[str]] = {}
     position = {label: i for i, label in enumerate(order)}
-    innermost = _innermost_loops(loops)
     for loop in sorted(loops.values(), key=lambda lp: (-lp.depth, position[lp.name])):
         targets: dict[str, list[str]] = {}
         for u in sorted(loop.blocks, key=lambda b: position.get(b, len(position))):

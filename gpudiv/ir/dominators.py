@@ -139,9 +139,9 @@ def immediate_dominators(graph: DiGraph | IndexedGraph, start: Hashable) -> dict
     `networkx.immediate_dominators` returns it since networkx 3.5), in depth-first
     preorder: every node comes after its immediate dominator (`cfg.region_work` adds up
     the tree backwards)."""
-    if start not in (graph.number if isinstance(graph, IndexedGraph) else graph):
-        raise KeyError(f"start {start!r} is not in the graph")
     indexed = graph if isinstance(graph, IndexedGraph) else IndexedGraph(graph)
+    if start not in indexed.number:
+        raise KeyError(f"start {start!r} is not in the graph")
     return tree_by_node(indexed, *dominator_tree(indexed, indexed.number[start]))
 
 
@@ -157,6 +157,16 @@ def tree_by_number(graph: IndexedGraph, order: list[int], tree: list[int]) -> li
     numbers = [-1] * len(graph.nodes)
     for w in range(1, len(order)):
         numbers[order[w]] = order[tree[w]]
+    return numbers
+
+
+def numbers_of_idom(graph: IndexedGraph, idom: dict) -> list[int]:
+    """An immediate-dominator dict (`immediate_dominators`) as `tree_by_number` gives a
+    tree: the immediate dominator's number of each node's number (-1: none)."""
+    number = graph.number
+    numbers = [-1] * len(graph.nodes)
+    for node, dominator in idom.items():
+        numbers[number[node]] = number[dominator]
     return numbers
 
 
@@ -196,13 +206,11 @@ def dominance_frontiers(graph: DiGraph | IndexedGraph, start: Hashable,
     `networkx.dominance_frontiers` returns it; without `all_nodes`, only the nodes whose
     frontier is not empty."""
     indexed = graph if isinstance(graph, IndexedGraph) else IndexedGraph(graph)
-    number, nodes = indexed.number, indexed.nodes
+    nodes = indexed.nodes
     if idom is None:
         idom = immediate_dominators(indexed, start)
-    numbers = [-1] * len(nodes)
-    for node, dominator in idom.items():
-        numbers[number[node]] = number[dominator]
     frontier: dict = {node: set() for node in (*idom, start)} if all_nodes else {}
-    for node, joins in frontiers_by_number(indexed, numbers, number[start]).items():
+    tree = numbers_of_idom(indexed, idom)
+    for node, joins in frontiers_by_number(indexed, tree, indexed.number[start]).items():
         frontier[nodes[node]] = {nodes[join] for join in joins}
     return frontier
